@@ -1,0 +1,164 @@
+"""The values analysis passes between its steps: suites, outcomes, record-mode events, findings.
+
+Plain frozen dataclasses with `to_json`/`from_json`, so the harness protocol, the cache and the
+`--format json` contract all speak the same shapes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+OutcomeKind = Literal["accepted", "rejected", "error"]
+Severity = Literal["blocking", "warning", "info"]
+SEVERITY_ORDER: dict[str, int] = {"blocking": 0, "warning": 1, "info": 2}
+
+
+@dataclass(frozen=True)
+class Suite:
+    """One CI command line: the entry script's argv and the environment the job would get."""
+
+    id: str
+    script: str  # repo-relative path of the CI script that produced it
+    argv: tuple[str, ...]  # arguments after the entry script
+    env: dict[str, str] = field(default_factory=dict)
+    entry: str = ""  # the launched entry script, repo-relative when inside the repo (e.g. train.py)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "script": self.script, "argv": list(self.argv), "env": dict(self.env),
+                "entry": self.entry}
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> Suite:
+        return cls(id=raw["id"], script=raw["script"], argv=tuple(raw["argv"]),
+                   env=dict(raw.get("env", {})), entry=raw.get("entry", ""))
+
+
+@dataclass(frozen=True)
+class CaptureFailure:
+    script: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """The suites captured from one revision, and the scripts that yielded none."""
+
+    suites: tuple[Suite, ...]
+    scripts: int  # CI scripts considered (after excluding disabled ones)
+    captured: int  # scripts that yielded at least one suite
+    failed: tuple[CaptureFailure, ...] = ()
+    disabled: tuple[str, ...] = ()  # scripts CI does not run (registered with disabled=...)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"suites": [s.to_json() for s in self.suites], "scripts": self.scripts,
+                "captured": self.captured, "failed": [asdict(f) for f in self.failed],
+                "disabled": list(self.disabled)}
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> Matrix:
+        return cls(suites=tuple(Suite.from_json(s) for s in raw["suites"]), scripts=raw["scripts"],
+                   captured=raw["captured"], failed=tuple(CaptureFailure(**f) for f in raw["failed"]),
+                   disabled=tuple(raw.get("disabled", ())))
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How one revision's validation ended for one suite (outcome mode, original code)."""
+
+    outcome: OutcomeKind
+    exception: str | None = None  # e.g. "AssertionError", "ValueError", "SystemExit"
+    message: str | None = None
+    path: str | None = None  # repo-relative file of the innermost repository frame
+    line: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> Outcome:
+        return cls(**raw)
+
+
+@dataclass(frozen=True)
+class Event:
+    """One assert, raise or error recorded in record mode (execution continued past it)."""
+
+    kind: Literal["assert", "raise", "error"]
+    path: str  # repo-relative
+    line: int
+    function: str  # qualified name of the rewritten function
+    text: str  # source text of the statement, whitespace-normalised
+    exception: str  # AssertionError, ValueError, TypeError, ...
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> Event:
+        return cls(**raw)
+
+
+@dataclass(frozen=True)
+class LearnedAttribute:
+    """An attribute no parser defined, which the harness set to a default and retried."""
+
+    name: str
+    path: str | None
+    line: int | None
+
+
+@dataclass(frozen=True)
+class SuiteResult:
+    """Everything one revision's harness reports for one suite."""
+
+    suite_id: str
+    outcome: Outcome
+    events: tuple[Event, ...] = ()
+    known_flags: tuple[str, ...] = ()  # option strings the suite passes that the repository's parsers define
+    tolerated_flags: tuple[str, ...] = ()  # passed, defined by no repository parser, set generically
+    learned: tuple[LearnedAttribute, ...] = ()
+    lines_hit: dict[str, tuple[int, ...]] = field(default_factory=dict)  # traced changed lines that ran
+
+    def to_json(self) -> dict[str, Any]:
+        return {"suite_id": self.suite_id, "outcome": self.outcome.to_json(),
+                "events": [e.to_json() for e in self.events], "known_flags": list(self.known_flags),
+                "tolerated_flags": list(self.tolerated_flags), "learned": [asdict(a) for a in self.learned],
+                "lines_hit": {p: list(ls) for p, ls in self.lines_hit.items()}}
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> SuiteResult:
+        return cls(suite_id=raw["suite_id"], outcome=Outcome.from_json(raw["outcome"]),
+                   events=tuple(Event.from_json(e) for e in raw.get("events", ())),
+                   known_flags=tuple(raw.get("known_flags", ())),
+                   tolerated_flags=tuple(raw.get("tolerated_flags", ())),
+                   learned=tuple(LearnedAttribute(**a) for a in raw.get("learned", ())),
+                   lines_hit={p: tuple(ls) for p, ls in raw.get("lines_hit", {}).items()})
+
+
+FindingKind = Literal["new_rejection", "removed_flag", "newly_tolerated_flag", "fixed", "capture_failed",
+                      "new_error", "not_exercised"]
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: FindingKind
+    severity: Severity
+    message: str
+    scripts: tuple[str, ...] = ()
+    suites: tuple[str, ...] = ()
+    path: str | None = None
+    line: int | None = None
+    in_diff: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "severity": self.severity, "scripts": list(self.scripts),
+                "suites": list(self.suites), "path": self.path, "line": self.line, "in_diff": self.in_diff,
+                "message": self.message}
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> Finding:
+        return cls(kind=raw["kind"], severity=raw["severity"], message=raw["message"],
+                   scripts=tuple(raw.get("scripts", ())), suites=tuple(raw.get("suites", ())),
+                   path=raw.get("path"), line=raw.get("line"), in_diff=bool(raw.get("in_diff")))

@@ -1,0 +1,226 @@
+"""The policy language: where a repository's validation code and CI flag matrix live, and how to run them.
+
+A policy is YAML validated by these pydantic models. Every field carries a description; `docs/policy.md`
+documents every key and a test fails when one is missing there.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+POLICIES_DIR = Path(__file__).resolve().parents[2] / "policies"
+
+
+class PolicyError(Exception):
+    """A policy file that cannot be read or does not validate; the message names the key and the file."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _check_target(value: str) -> str:
+    module, sep, attr = value.partition(":")
+    if not sep or not module or not attr:
+        raise ValueError(f"expected 'package.module:attribute', got {value!r}")
+    return value
+
+
+class Replacement(_Strict):
+    target: str = Field(description="Callable to replace, as 'package.module:attr' (dotted attrs allowed, "
+                                    "e.g. 'transformers:AutoConfig.from_pretrained').")
+    with_: Literal["argparse_with_provider", "fixture_namespace", "return_value"] = Field(
+        alias="with",
+        description="argparse_with_provider: an argparse parser fed by the extra-args provider the caller "
+                    "passes, unknown flags set generically; fixture_namespace: returns a namespace built "
+                    "from the named fixture's JSON content; return_value: returns `value`.")
+    provider_kwarg: str = Field("extra_args_provider",
+                                description="argparse_with_provider: keyword that carries the provider.")
+    fixture: str | None = Field(None, description="fixture_namespace: `name` of a harness fixture.")
+    value: Any = Field(None, description="return_value: the JSON value returned.")
+    only_if_missing: bool = Field(True, description="Replace only when the target's top-level module is "
+                                                    "absent and stubbed (the usual case for upstream code).")
+
+    _target = field_validator("target")(_check_target)
+
+
+class Fixture(_Strict):
+    path: str = Field(description="Absolute path pattern (fnmatch: '*' matches within the path) that scripts "
+                                  "or validation read and that does not exist in the sandbox.")
+    content: Any = Field(description="Served when a matching path is opened: a string as is, anything else "
+                                     "as JSON.")
+    name: str | None = Field(None, description="Name by which a `fixture_namespace` replacement refers to it.")
+
+    def text(self) -> str:
+        return self.content if isinstance(self.content, str) else json.dumps(self.content)
+
+
+class Limits(_Strict):
+    memory_mb: int = Field(4096, ge=64, description="Address-space limit of each sandboxed process, MiB.")
+    processes: int = Field(256, ge=8, description="Processes the sandbox may run at once.")
+    file_mb: int = Field(64, ge=1, description="Largest file the sandbox may write, MiB.")
+    tmp_mb: int = Field(256, ge=16, description="Size of the throwaway writable /tmp, MiB.")
+    suite_seconds: float = Field(60, gt=0, description="Wall-clock limit for one suite (capture of one "
+                                                       "script, or validation of one argv).")
+    total_seconds: float = Field(900, gt=0, description="Wall-clock limit for one sandbox run.")
+    output_mb: int = Field(16, ge=1, description="Output the sandbox may print before it is stopped, MiB.")
+
+
+class Harness(_Strict):
+    stub_missing_modules: bool = Field(True, description="Stub a missing top-level module when repository "
+                                                         "code imports it.")
+    stub_modules: list[str] = Field(default_factory=list, description="Top-level modules stubbed even when "
+                                                                      "installed.")
+    real_packages: list[str] = Field(default_factory=list, description="Import names that must be real "
+                                     "inside the sandbox (never stubbed); a missing one is an error.")
+    stub_attributes: dict[str, Any] = Field(default_factory=dict, description="Values of attributes of "
+                                            "stubbed modules, as 'module.attr' -> JSON value "
+                                            "(e.g. 'torch.__version__': '2.5.0').")
+    fixtures: list[Fixture] = Field(default_factory=list, description="Files served to scripts and "
+                                    "validation when absent from the sandbox.")
+    existing_path_prefixes: list[str] = Field(default_factory=list, description="Paths under these "
+                                              "prefixes count as existing (os.path.exists and friends).")
+    limits: Limits = Field(default_factory=Limits, description="Resource limits of the sandbox.")
+
+
+class Registration(_Strict):
+    function: str = Field(description="Callable each CI script calls at import to register itself, "
+                                      "as 'package.module:function'.")
+    disabled_kwarg: str = Field("disabled", description="Keyword whose truthy value means CI skips the "
+                                                        "script.")
+    suite_kwarg: str | None = Field("suite", description="Keyword naming the CI stage; kept in suite ids.")
+
+    _function = field_validator("function")(_check_target)
+
+
+class RecordLaunches(_Strict):
+    """Run each CI script as CI does, with process launches intercepted and recorded."""
+
+    kind: Literal["record_launches"] = Field(description="Source kind.")
+    scripts: list[str] = Field(description="Repo-relative globs of the CI scripts ('**' spans directories).")
+    exclude: list[str] = Field(default_factory=list, description="Globs of scripts to leave out.")
+    command: list[str] = Field(["python3", "{script}"], description="How CI invokes one script, from the "
+                               "repository root; '{script}' is its path.")
+    entry: str = Field(description="Regex on a launched command's words: the first word it matches is the "
+                                   "validated entry script; the words after it are the suite's argv.")
+    launchers: list[str] = Field(["python", "python3", "torchrun", "ray", "deepspeed", "accelerate"],
+                                 description="Commands the recording bash records instead of running.")
+    env_from: list[Literal["runtime_env_json", "exported"]] = Field(
+        ["runtime_env_json"], description="Where the job's environment comes from: the env_vars of a "
+        "'--runtime-env-json' option before the entry, and/or variables bash exported.")
+    env_keep: list[str] = Field(default_factory=list, description="Exported variables kept in the suite "
+                                "environment (with env_from: exported); empty keeps all.")
+    registration: Registration | None = Field(None, description="How scripts register with CI, if they do.")
+
+
+class StaticSuite(_Strict):
+    id: str = Field(description="Suite id.")
+    argv: list[str] = Field(description="Arguments after the entry script.")
+    env: dict[str, str] = Field(default_factory=dict, description="Job environment.")
+
+
+class StaticSuites(_Strict):
+    """Suites written into the policy itself."""
+
+    kind: Literal["static"] = Field(description="Source kind.")
+    suites: list[StaticSuite] = Field(description="The suites.")
+
+
+MatrixSource = Annotated[RecordLaunches | StaticSuites, Field(discriminator="kind")]
+
+
+class Matrix(_Strict):
+    sources: list[MatrixSource] = Field(description="Where suites come from; several kinds may be combined.")
+
+
+class Validation(_Strict):
+    paths: list[str] = Field(description="Repo-relative globs of the validation code; a PR touching none "
+                                         "of them needs no analysis.")
+    entry: str = Field(description="Callable that parses and validates one argv (sys.argv patched), "
+                                   "as 'package.module:function'.")
+    functions: list[str] = Field(default_factory=list, description="Validation functions rewritten for "
+                                 "record mode, as 'package.module:function'.")
+    unknown_flags: Literal["error", "ignore"] = Field("error", description="What the repository does with a "
+                                                      "flag it does not define; 'error' makes a removed flag "
+                                                      "a blocking finding.")
+    attribute_defaults: dict[str, Any] = Field(default_factory=dict, description="Values of upstream-owned "
+                                               "namespace attributes that validation reads.")
+    replace: list[Replacement] = Field(default_factory=list, description="Callables replaced inside the "
+                                       "sandbox.")
+
+    _entry = field_validator("entry")(_check_target)
+
+    @field_validator("functions")
+    @classmethod
+    def _functions(cls, value: list[str]) -> list[str]:
+        return [_check_target(v) for v in value]
+
+
+class Severities(_Strict):
+    new_rejection: Literal["blocking", "warning", "info"] = Field("blocking", description="Severity of a "
+                                                                  "suite newly rejected.")
+    new_error: Literal["blocking", "warning", "info"] = Field("blocking", description="Severity of a suite "
+                                                              "base accepts and head crashes on.")
+
+
+class Policy(_Strict):
+    version: Literal[1] = Field(1, description="Policy language version.")
+    validation: Validation = Field(description="The validation code and how to call it.")
+    matrix: Matrix = Field(description="How the CI flag matrix is found.")
+    harness: Harness = Field(default_factory=Harness, description="What the sandboxed harness provides.")
+    severities: Severities = Field(default_factory=Severities, description="Severity per finding kind.")
+
+    def digest(self) -> str:
+        """Content hash: a cache entry made under another policy is never reused."""
+        canonical = json.dumps(self.model_dump(mode="json", by_alias=True), sort_keys=True)
+        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+    def touches_validation(self, changed_paths: list[str]) -> bool:
+        return any(path_matches(p, g) for p in changed_paths for g in self.validation.paths)
+
+
+def path_matches(path: str, pattern: str) -> bool:
+    """Glob match on repo-relative paths where '**/' also matches no directory at all."""
+    if fnmatch.fnmatchcase(path, pattern):
+        return True
+    return "**/" in pattern and fnmatch.fnmatchcase(path, pattern.replace("**/", ""))
+
+
+def parse_policy(text: str, source: str) -> Policy:
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise PolicyError(f"{source}: not valid YAML: {exc}") from None
+    if not isinstance(raw, dict):
+        raise PolicyError(f"{source}: a policy is a mapping of keys, got {type(raw).__name__}")
+    try:
+        return Policy.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        key = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        raise PolicyError(f"{source}: {key}: {first['msg']}{more}") from None
+
+
+def load_policy(path: Path) -> Policy:
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise PolicyError(f"{path}: cannot read policy: {exc.strerror}") from None
+    return parse_policy(text, str(path))
+
+
+def builtin_policy(owner: str | None = None, name: str | None = None) -> Path:
+    """policies/<owner>/<name>.yml when it exists, else policies/default.yml."""
+    if owner and name:
+        specific = POLICIES_DIR / owner / f"{name}.yml"
+        if specific.is_file():
+            return specific
+    return POLICIES_DIR / "default.yml"
