@@ -52,11 +52,13 @@ class Replacement(_Strict):
 
 
 class Fixture(_Strict):
-    path: str = Field(description="Absolute path pattern (fnmatch: '*' matches within the path) that scripts "
-                                  "or validation read and that does not exist in the sandbox.")
+    path: str = Field(description="Absolute path pattern (fnmatch: '*' matches any characters, '/' "
+                                  "included) that scripts or validation read and that does not exist in the "
+                                  "sandbox.")
     content: Any = Field(description="Served when a matching path is opened: a string as is, anything else "
                                      "as JSON.")
-    name: str | None = Field(None, description="Name by which a `fixture_namespace` replacement refers to it.")
+    name: str | None = Field(None, description="Name by which a `fixture_namespace` replacement refers "
+                                               "to it.")
 
     def text(self) -> str:
         return self.content if isinstance(self.content, str) else json.dumps(self.content)

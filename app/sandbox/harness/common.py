@@ -5,6 +5,7 @@ Runs INSIDE the sandbox next to the repository's code: imports nothing of `app`,
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -174,10 +175,8 @@ def _finish(entry: _Running, reason: str | None, on_result: Callable[[Any, dict[
 
 def _kill_group(pid: int) -> None:
     for target in (-pid, pid):
-        try:
+        with contextlib.suppress(OSError):
             os.kill(target, signal.SIGKILL)
-        except OSError:
-            pass
 
 
 def _reap(pid: int) -> int:

@@ -1,0 +1,62 @@
+"""Every policy key, setting and command is documented: a new one without docs fails here."""
+
+from __future__ import annotations
+
+import types
+import typing
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from app.analysis.policy import Policy, parse_policy
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _models_in(annotation: object) -> list[type[BaseModel]]:
+    """Pydantic models reachable through Optional, list, Annotated and unions."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    found: list[type[BaseModel]] = []
+    for arg in typing.get_args(annotation):
+        found += _models_in(arg)
+    return found
+
+
+def _is_list(annotation: object) -> bool:
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType, typing.Annotated):
+        return any(_is_list(a) for a in typing.get_args(annotation))
+    return origin is list
+
+
+def policy_keys(model: type[BaseModel] = Policy, prefix: str = "") -> set[str]:
+    keys: set[str] = set()
+    for name, field in model.model_fields.items():
+        path = prefix + (field.alias or name)
+        keys.add(path)
+        joiner = "[]." if _is_list(field.annotation) else "."
+        for sub in _models_in(field.annotation):
+            keys |= policy_keys(sub, path + joiner)
+    return keys
+
+
+def test_walker_sees_nested_and_union_keys() -> None:
+    keys = policy_keys()
+    assert "matrix.sources[].registration.disabled_kwarg" in keys
+    assert "matrix.sources[].suites[].argv" in keys
+    assert "validation.replace[].with" in keys
+    assert "harness.limits.suite_seconds" in keys
+
+
+def test_every_policy_key_is_documented() -> None:
+    documented = (ROOT / "docs" / "policy.md").read_text()
+    missing = sorted(k for k in policy_keys() if f"`{k}`" not in documented)
+    assert missing == [], f"document these policy keys in docs/policy.md: {missing}"
+
+
+def test_builtin_policies_are_valid() -> None:
+    files = sorted((ROOT / "policies").rglob("*.yml"))
+    assert ROOT / "policies" / "default.yml" in files
+    for path in files:
+        parse_policy(path.read_text(), str(path))
