@@ -97,7 +97,8 @@ class Registration(_Strict):
                                       "as 'package.module:function'.")
     disabled_kwarg: str = Field("disabled", description="Keyword whose truthy value means CI skips the "
                                                         "script.")
-    suite_kwarg: str | None = Field("suite", description="Keyword naming the CI stage; kept in suite ids.")
+    suite_kwarg: str | None = Field("suite", description="Keyword naming the CI stage; reported "
+                                                        "with the script's registration.")
 
     _function = field_validator("function")(_check_target)
 

@@ -1,0 +1,176 @@
+"""The CI flag matrix from what capture recorded: launches -> suites, script reports -> Matrix, cache keys.
+
+Pure: the capture harness's messages come in as plain dicts, the cache as plain JSON values; nothing here
+runs a process or reads a file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import posixpath
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from app.analysis.model import CaptureFailure, Matrix, Suite
+from app.analysis.policy import Policy, RecordLaunches, StaticSuites
+
+RUNTIME_ENV_OPTION = "--runtime-env-json"
+PARTIAL = "partial capture: "  # reason prefix of a script that yielded suites and then failed
+
+
+@dataclass(frozen=True)
+class ScriptReport:
+    """One capture harness `script` message."""
+
+    script: str
+    status: str  # "captured" | "disabled" | "failed"
+    launches: tuple[Mapping[str, Any], ...] = ()
+    reason: str | None = None
+    reads: tuple[str, ...] = ()
+
+    @classmethod
+    def from_message(cls, message: Mapping[str, Any]) -> ScriptReport:
+        return cls(script=str(message["script"]), status=str(message["status"]),
+                   launches=tuple(message.get("launches") or ()), reason=message.get("reason"),
+                   reads=tuple(message.get("reads") or ()))
+
+
+def suites_from_launches(script: str, launches: Sequence[Mapping[str, Any]], source: RecordLaunches,
+                         repo_mount: str) -> list[Suite]:
+    """One suite per launch of the source's entry, in launch order; ids `script`, `script#2`, ..."""
+    entry_pattern = re.compile(source.entry)
+    suites: list[Suite] = []
+    for launch in launches:
+        words = [str(w) for w in launch.get("argv") or ()]
+        position = next((i for i, word in enumerate(words) if entry_pattern.search(word)), None)
+        if position is None:
+            continue
+        suite_id = script if not suites else f"{script}#{len(suites) + 1}"
+        suites.append(Suite(id=suite_id, script=script, argv=tuple(words[position + 1:]),
+                            env=_suite_env(words[:position], launch, source),
+                            entry=_repo_relative(words[position], str(launch.get("cwd") or ""), repo_mount)))
+    return suites
+
+
+def _suite_env(before_entry: list[str], launch: Mapping[str, Any], source: RecordLaunches) -> dict[str, str]:
+    env: dict[str, str] = {}
+    if "exported" in source.env_from:
+        exported = {str(k): str(v) for k, v in (launch.get("env") or {}).items()}
+        env.update({k: v for k, v in exported.items() if not source.env_keep or k in source.env_keep})
+    if "runtime_env_json" in source.env_from:
+        env.update(runtime_env_vars(before_entry))
+    return env
+
+
+def runtime_env_vars(words: Sequence[str]) -> dict[str, str]:
+    """The `env_vars` of the last `--runtime-env-json` option among `words` (ray job submit's job env)."""
+    found: dict[str, str] = {}
+    for i, word in enumerate(words):
+        if word.startswith(RUNTIME_ENV_OPTION + "="):
+            text: str | None = word[len(RUNTIME_ENV_OPTION) + 1:]
+        elif word == RUNTIME_ENV_OPTION and i + 1 < len(words):
+            text = words[i + 1]
+        else:
+            continue
+        try:
+            runtime_env = json.loads(text or "")
+        except ValueError:
+            continue
+        env_vars = runtime_env.get("env_vars") if isinstance(runtime_env, dict) else None
+        if isinstance(env_vars, dict):
+            found = {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in env_vars.items()}
+    return found
+
+
+def _repo_relative(word: str, cwd: str, repo_mount: str) -> str:
+    mount = repo_mount.rstrip("/")
+    path = word if posixpath.isabs(word) or not cwd else posixpath.join(cwd, word)
+    path = posixpath.normpath(path)
+    if path.startswith(mount + "/"):
+        return path[len(mount) + 1:]
+    return word
+
+
+def build_matrix(policy: Policy, reports: Mapping[int, Sequence[ScriptReport]], repo_mount: str) -> Matrix:
+    """The matrix of all sources: `reports` holds each record_launches source's script reports by index."""
+    suites: list[Suite] = []
+    failed: list[CaptureFailure] = []
+    disabled: list[str] = []
+    scripts = captured = 0
+    for index, source in enumerate(policy.matrix.sources):
+        if isinstance(source, StaticSuites):
+            suites.extend(Suite(id=s.id, script=f"policy:matrix.sources[{index}]", argv=tuple(s.argv),
+                                env=dict(s.env)) for s in source.suites)
+            continue
+        for report in sorted(reports.get(index, ()), key=lambda r: r.script):
+            if report.status == "disabled":
+                disabled.append(report.script)
+                continue
+            scripts += 1
+            found = suites_from_launches(report.script, report.launches, source, repo_mount)
+            failure = _failure(report, found, source)
+            if failure is not None:
+                failed.append(failure)
+            if found:
+                captured += 1
+                suites.extend(found)
+    return Matrix(suites=tuple(_unique_ids(suites)), scripts=scripts, captured=captured,
+                  failed=tuple(failed), disabled=tuple(disabled))
+
+
+def _failure(report: ScriptReport, found: list[Suite], source: RecordLaunches) -> CaptureFailure | None:
+    """Why a script yielded no suite, or only the suites before it failed; None when it ran clean."""
+    if found:
+        return CaptureFailure(report.script, PARTIAL + report.reason) if report.reason else None
+    if report.status == "captured":
+        reason = f"no launch of the entry ({source.entry}) among {len(report.launches)} recorded launch(es)"
+        return CaptureFailure(report.script, f"{reason}; {report.reason}" if report.reason else reason)
+    return CaptureFailure(report.script, report.reason or "no launch recorded")
+
+
+def _unique_ids(suites: Iterable[Suite]) -> list[Suite]:
+    """Suite ids stay unique when two sources yield the same script or a static id repeats one."""
+    taken: set[str] = set()
+    unique: list[Suite] = []
+    for suite in suites:
+        suite_id, count = suite.id, 1
+        while suite_id in taken:
+            count += 1
+            suite_id = f"{suite.id}#{count}"
+        taken.add(suite_id)
+        unique.append(suite if suite_id == suite.id else Suite(id=suite_id, script=suite.script,
+                                                                argv=suite.argv, env=suite.env,
+                                                                entry=suite.entry))
+    return unique
+
+
+def reads_of(reports: Iterable[ScriptReport]) -> list[str]:
+    """Every repo-relative file capture read, sorted: the cache key is their content."""
+    return sorted({path for report in reports for path in (*report.reads, report.script)})
+
+
+def cache_entry(policy_key: str, scripts: Sequence[str], read_hashes: Mapping[str, str | None],
+                matrix: Matrix) -> dict[str, Any]:
+    """A cache entry: the matrix, valid while the same scripts exist and every read file is unchanged."""
+    return {"policy": policy_key, "scripts": list(scripts), "reads": dict(sorted(read_hashes.items())),
+            "matrix": matrix.to_json()}
+
+
+def cache_entry_name(entry: Mapping[str, Any]) -> str:
+    """A file name for an entry: the content hash of what capture read (same reads, same name)."""
+    canonical = json.dumps({"scripts": entry["scripts"], "reads": entry["reads"]}, sort_keys=True)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:32]
+
+
+def cache_entry_matches(entry: Mapping[str, Any], file_hash: Callable[[str], str | None],
+                        scripts: Sequence[str]) -> bool:
+    """Same script list, and every file capture read has the hash it had (absent files stay absent)."""
+    if list(entry.get("scripts") or ()) != list(scripts):
+        return False
+    reads = entry.get("reads")
+    if not isinstance(reads, dict):
+        return False
+    return all(file_hash(path) == digest for path, digest in reads.items())

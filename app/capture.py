@@ -1,0 +1,230 @@
+"""Host side of capture: list the CI scripts, reuse a cached matrix while nothing capture read has changed,
+else run the capture harness in the sandbox and turn its reports into the Matrix.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from app.analysis.matrix import (
+    ScriptReport,
+    build_matrix,
+    cache_entry,
+    cache_entry_matches,
+    cache_entry_name,
+    reads_of,
+)
+from app.analysis.model import Matrix
+from app.analysis.policy import Policy, RecordLaunches, path_matches
+from app.sandbox.runner import SandboxRun, SandboxSpec, run_harness
+
+log = logging.getLogger(__name__)
+
+OnProgress = Callable[[int, int, str], None]
+HARNESS_DIR = Path(__file__).resolve().parent / "sandbox" / "harness"
+# What decides a capture besides the repository: a new harness must not reuse an old harness's matrix.
+CAPTURE_HARNESS_FILES = ("capture.py", "common.py", "fsfakes.py", "stubs.py", "intercept.py",
+                         "intercept_shell.py", "intercept_net.py", "vclock.py", "recbash.sh")
+SKIPPED_DIRS = frozenset({".git", "__pycache__"})
+MAX_CACHE_ENTRIES = 64  # per policy; the least recently used go first
+REASON_TAIL = 800
+
+
+def capture_matrix(tree: Path, policy: Policy, *, cache_dir: Path | None, allow_unsandboxed: bool = False,
+                   on_progress: OnProgress | None = None) -> tuple[Matrix, bool]:
+    """The CI matrix of `tree`, and whether it came from the cache (then no sandbox ran at all)."""
+    scripts = {index: list_scripts(tree, source) for index, source in enumerate(policy.matrix.sources)
+               if isinstance(source, RecordLaunches)}
+    listed = [f"{index}:{script}" for index, paths in sorted(scripts.items()) for script in paths]
+    cache = MatrixCache(cache_dir / "matrix" / capture_key(policy), tree) if cache_dir else None
+    if cache is not None:
+        cached = cache.lookup(listed)
+        if cached is not None:
+            return cached, True
+    reports: dict[int, list[ScriptReport]] = {}
+    complete, repo_mount = True, ""
+    for index, paths in scripts.items():
+        if paths:
+            run, reports[index] = _run_capture(tree, policy, index, paths, allow_unsandboxed, on_progress)
+            complete = complete and _ran_to_completion(run, reports[index], paths)
+            repo_mount = repo_mount or _repo_mount(run)
+    matrix = build_matrix(policy, reports, repo_mount)
+    if cache is not None and complete:
+        cache.store(listed, reads_of(r for by_source in reports.values() for r in by_source), matrix)
+    return matrix, False
+
+
+def list_scripts(tree: Path, source: RecordLaunches) -> list[str]:
+    """The repo-relative CI scripts a source names (its globs minus `exclude`), sorted."""
+    return sorted(path for path in _tree_files(tree)
+                  if any(path_matches(path, g) for g in source.scripts)
+                  and not any(path_matches(path, g) for g in source.exclude))
+
+
+def _tree_files(tree: Path) -> Iterator[str]:
+    for directory, subdirs, files in os.walk(tree):
+        subdirs[:] = sorted(d for d in subdirs if d not in SKIPPED_DIRS)
+        relative = Path(directory).relative_to(tree)
+        for name in files:
+            yield (relative / name).as_posix()
+
+
+@functools.cache
+def _harness_digest() -> str:
+    digest = hashlib.sha256()
+    for name in CAPTURE_HARNESS_FILES:
+        path = HARNESS_DIR / name
+        digest.update(name.encode() + b"\0" + (path.read_bytes() if path.is_file() else b"") + b"\0")
+    return digest.hexdigest()
+
+
+def capture_key(policy: Policy) -> str:
+    """Names the cache directory: the policy's digest, and the capture harness that will run under it."""
+    return hashlib.sha256(f"{policy.digest()}:{_harness_digest()}".encode()).hexdigest()[:16]
+
+
+def _run_capture(tree: Path, policy: Policy, index: int, scripts: list[str], allow_unsandboxed: bool,
+                 on_progress: OnProgress | None) -> tuple[SandboxRun, list[ScriptReport]]:
+    job = {"policy": policy.model_dump(mode="json", by_alias=True), "workers": os.cpu_count() or 1,
+           "source": index, "scripts": scripts}
+    spec = SandboxSpec(program="capture.py", repo_dir=tree, job=job, limits=policy.harness.limits,
+                       allow_unsandboxed=allow_unsandboxed)
+    run = run_harness(spec, on_message=_relay_progress(on_progress))
+    return run, collect_reports(scripts, run.messages, stopped_reason(run))
+
+
+def _relay_progress(on_progress: OnProgress | None) -> Callable[[dict[str, Any]], None] | None:
+    if on_progress is None:
+        return None
+
+    def relay(message: dict[str, Any]) -> None:
+        if message.get("type") == "progress":
+            try:
+                on_progress(int(message["done"]), int(message["total"]), str(message.get("what", "")))
+            except (KeyError, TypeError, ValueError):
+                log.debug("malformed progress message: %r", message)
+
+    return relay
+
+
+def collect_reports(scripts: list[str], messages: list[dict[str, Any]], reason: str) -> list[ScriptReport]:
+    """The first well-formed report of each script; a script never reported failed with `reason`."""
+    wanted = set(scripts)
+    reports: dict[str, ScriptReport] = {}
+    for message in messages:
+        if message.get("type") != "script":
+            continue
+        try:
+            report = ScriptReport.from_message(message)
+        except (KeyError, TypeError, ValueError):
+            log.warning("ignored a malformed script report: %.200r", message)
+            continue
+        if report.script in wanted:
+            reports.setdefault(report.script, report)
+    return [reports.get(s) or ScriptReport(s, "failed", reason=reason, reads=(s,)) for s in scripts]
+
+
+def stopped_reason(run: SandboxRun) -> str:
+    """Why the harness never reported a script: its fatal message, how the run ended, its stderr."""
+    parts = [f"the harness gave up: {m.get('reason')}" for m in run.messages if m.get("type") == "fatal"][:1]
+    if run.ended:
+        parts.append(f"the capture run {run.ended}")
+    if run.stderr_tail:
+        parts.append(f"stderr: {run.stderr_tail.strip()[-REASON_TAIL:]}")
+    return "; ".join(parts) or f"the harness never reported this script (exit status {run.returncode})"
+
+
+def _ran_to_completion(run: SandboxRun, reports: list[ScriptReport], scripts: list[str]) -> bool:
+    """A run worth caching: it ended by itself and reported every script (a stalled machine is no fact)."""
+    reported = {m.get("script") for m in run.messages if m.get("type") == "script"}
+    return not run.ended and not any(m.get("type") == "fatal" for m in run.messages) \
+        and reported >= set(scripts)
+
+
+def _repo_mount(run: SandboxRun) -> str:
+    """Where the harness saw the tree: each script report names it."""
+    return next((str(m["repo"]) for m in run.messages if m.get("type") == "script" and m.get("repo")), "")
+
+
+class MatrixCache:
+    """Captured matrices of one policy, each valid while the files its capture read are unchanged."""
+
+    def __init__(self, directory: Path, tree: Path) -> None:
+        self.directory, self.tree = directory, tree.resolve()
+        self._hashes: dict[str, str | None] = {}
+
+    def file_hash(self, path: str) -> str | None:
+        """sha256 of a repo-relative file; None when absent, not a file, or outside the tree."""
+        if path not in self._hashes:
+            self._hashes[path] = self._hash(path)
+        return self._hashes[path]
+
+    def _hash(self, path: str) -> str | None:
+        target = (self.tree / path).resolve()
+        if Path(path).is_absolute() or not target.is_relative_to(self.tree) or not target.is_file():
+            return None
+        digest = hashlib.sha256()
+        with target.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+        return digest.hexdigest()
+
+    def lookup(self, scripts: list[str]) -> Matrix | None:
+        for path in self._entries_newest_first():
+            entry = _load_json(path)
+            if entry is None or not cache_entry_matches(entry, self.file_hash, scripts):
+                continue
+            try:
+                matrix = Matrix.from_json(entry["matrix"])
+            except (KeyError, TypeError, ValueError):
+                continue
+            with contextlib.suppress(OSError):
+                os.utime(path)  # recently used: kept when the directory is pruned
+            return matrix
+        return None
+
+    def store(self, scripts: list[str], reads: list[str], matrix: Matrix) -> None:
+        entry = cache_entry(self.directory.name, scripts, {p: self.file_hash(p) for p in reads}, matrix)
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            _write_atomic(self.directory / f"{cache_entry_name(entry)}.json", json.dumps(entry))
+            for stale in self._entries_newest_first()[MAX_CACHE_ENTRIES:]:
+                stale.unlink(missing_ok=True)
+        except OSError as exc:  # a cache that cannot be written only costs time
+            log.warning("could not store the captured matrix in %s: %s", self.directory, exc)
+
+    def _entries_newest_first(self) -> list[Path]:
+        try:
+            entries = [(p.stat().st_mtime_ns, p) for p in self.directory.glob("*.json")]
+        except OSError:
+            return []
+        return [p for _, p in sorted(entries, key=lambda item: item[0], reverse=True)]
+
+
+def _load_json(path: Path) -> Mapping[str, Any] | None:
+    try:
+        loaded = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return loaded if isinstance(loaded, dict) else None
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise

@@ -1,0 +1,126 @@
+"""capture_matrix's cache: an unchanged CI tree costs no capture; a change to anything read recaptures."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from app.analysis.policy import Policy, parse_policy
+from app.capture import capture_matrix
+
+POLICY = {
+    "validation": {"paths": ["train.py"], "entry": "arguments:parse_args"},
+    "matrix": {"sources": [{"kind": "record_launches", "scripts": ["tests/**/test_*.py"],
+                            "exclude": ["tests/**/test_skip*.py"], "entry": r"(^|/)train\.py$"}]},
+    "harness": {"limits": {"suite_seconds": 10}},
+}
+
+FILES = {
+    "tests/e2e/test_small.py": """
+        import subprocess
+
+        subprocess.run('source scripts/model.sh && python3 train.py "${MODEL_ARGS[@]}" --lr 1e-4', shell=True,
+                       executable="/bin/bash", check=True)
+    """,
+    "tests/test_top.py": """
+        import os
+
+        os.system("python3 train.py --top")
+    """,
+    "tests/e2e/test_skip_me.py": """
+        raise SystemExit("excluded: never run")
+    """,
+    "scripts/model.sh": """
+        MODEL_ARGS=(--layers $((2 * 12)))
+    """,
+    "README.md": "A CI tree.\n",
+}
+
+
+def write_tree(root: Path, files: dict[str, str]) -> None:
+    for relative, text in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"))
+
+
+def policy(**harness: object) -> Policy:
+    raw = json.loads(json.dumps(POLICY))
+    raw["harness"].update(harness)
+    return parse_policy(json.dumps(raw), "test")
+
+
+@pytest.fixture()
+def repo(tmp_path: Path) -> Path:
+    write_tree(tmp_path / "repo", FILES)
+    return tmp_path / "repo"
+
+
+def argvs(tree: Path, cache: Path) -> tuple[list[tuple[str, ...]], bool]:
+    matrix, cached = capture_matrix(tree, policy(), cache_dir=cache)
+    return [s.argv for s in matrix.suites], cached
+
+
+def no_sandbox(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """bubblewrap missing, for real: any capture that tries to run now raises SandboxUnavailable."""
+    monkeypatch.setenv("PRTRIAGE_BWRAP", str(tmp_path / "no-bwrap-here"))
+
+
+def test_unchanged_tree_is_a_cache_hit_that_runs_no_sandbox(repo: Path, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = tmp_path / "cache"
+    first, cached = argvs(repo, cache)
+    assert (first, cached) == ([("--layers", "24", "--lr", "1e-4"), ("--top",)], False)
+    with monkeypatch.context() as patch:
+        no_sandbox(patch, tmp_path)
+        assert argvs(repo, cache) == (first, True)
+        (repo / "README.md").write_text("edited: capture never read it\n")
+        assert argvs(repo, cache) == (first, True)
+
+
+def test_a_change_in_a_sourced_shell_file_is_a_miss(repo: Path, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = tmp_path / "cache"
+    argvs(repo, cache)
+    (repo / "scripts" / "model.sh").write_text("MODEL_ARGS=(--layers $((2 * 16)))\n")
+    assert argvs(repo, cache) == ([("--layers", "32", "--lr", "1e-4"), ("--top",)], False)
+    with monkeypatch.context() as patch:  # both trees are cached now, each under its own reads
+        no_sandbox(patch, tmp_path)
+        assert argvs(repo, cache)[1]
+        (repo / "scripts" / "model.sh").write_text("MODEL_ARGS=(--layers $((2 * 12)))\n")
+        assert argvs(repo, cache) == ([("--layers", "24", "--lr", "1e-4"), ("--top",)], True)
+
+
+def test_a_new_ci_script_is_a_miss(repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = tmp_path / "cache"
+    argvs(repo, cache)
+    write_tree(repo, {"tests/e2e/test_new.py": "import os\nos.system('python3 train.py --new')\n"})
+    with monkeypatch.context() as patch:
+        no_sandbox(patch, tmp_path)
+        with pytest.raises(Exception, match="bubblewrap not found"):
+            argvs(repo, cache)
+    assert argvs(repo, cache) == ([("--new",), ("--layers", "24", "--lr", "1e-4"), ("--top",)], False)
+
+
+def test_the_cache_entry_keys_on_what_capture_read(repo: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    argvs(repo, cache)
+    [entry_file] = (cache / "matrix").glob("*/*.json")
+    entry = json.loads(entry_file.read_text())
+    assert entry["policy"] == entry_file.parent.name
+    assert entry["scripts"] == ["0:tests/e2e/test_small.py", "0:tests/test_top.py"]
+    assert sorted(entry["reads"]) == ["scripts/model.sh", "tests/e2e/test_small.py", "tests/test_top.py"]
+    assert entry["matrix"]["captured"] == 2 and not list(cache.rglob(".tmp-*"))
+
+
+def test_a_run_stopped_by_the_sandbox_is_reported_and_not_cached(repo: Path, tmp_path: Path) -> None:
+    write_tree(repo, {"tests/test_stuck.py": "while True:\n    pass\n"})
+    stuck = policy(limits={"suite_seconds": 60, "total_seconds": 3})
+    matrix, cached = capture_matrix(repo, stuck, cache_dir=tmp_path / "cache")
+    assert not cached
+    [failure] = [f for f in matrix.failed if f.script == "tests/test_stuck.py"]
+    assert "timed out" in failure.reason
+    assert not list((tmp_path / "cache").rglob("*.json"))
