@@ -1,0 +1,330 @@
+"""Stand-ins for modules the sandbox lacks: an import hook, and stub objects that tolerate being used.
+
+Runs INSIDE the sandbox next to the repository's code: imports nothing of `app`, only the standard library.
+Repository code imports torch, megatron, sglang ... at module top; none of them is installed here, and none of
+them matters for argument validation. A missing top-level module is stubbed only when repository code imports
+it, so third-party code probing an optional dependency still sees its ImportError.
+"""
+
+from __future__ import annotations
+
+import abc
+import copy
+import functools
+import importlib
+import importlib.abc
+import importlib.machinery
+import os
+import sys
+import types
+from collections.abc import Iterator, Sequence
+from typing import Any, cast
+
+STUB_MARK = "__prtriage_stub__"
+DEFAULT_VERSION = "0.0.0"
+
+_repo_prefix = ""
+_stub_attributes: dict[str, Any] = {}
+_forced: frozenset[str] = frozenset()
+_real: frozenset[str] = frozenset()
+_importlib_dir = os.path.dirname(importlib.__file__) + "/"
+
+
+class MissingRealPackage(ImportError):
+    """A package the policy says must be real inside the sandbox does not import."""
+
+
+def install(repo: str, harness_policy: dict[str, Any]) -> None:
+    """Stub missing modules imported by repository code, and the policy's `stub_modules` always.
+
+    Raises MissingRealPackage when one of `harness.real_packages` does not import.
+    """
+    global _repo_prefix, _stub_attributes, _forced, _real
+    _repo_prefix = os.path.abspath(repo).rstrip("/") + "/"
+    _stub_attributes = dict(harness_policy.get("stub_attributes") or {})
+    _real = frozenset(harness_policy.get("real_packages") or ())
+    _forced = frozenset(harness_policy.get("stub_modules") or ()) - _real
+    _import_real_packages(sorted(_real))
+    _forget_forced_modules()
+    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _StubFinder)]
+    sys.meta_path.insert(0, _StubFinder(missing=False))
+    if harness_policy.get("stub_missing_modules", True):
+        sys.meta_path.append(_StubFinder(missing=True))
+
+
+def is_stub(thing: Any) -> bool:
+    """A stubbed module, a stub class made by one, or an instance of such a class (not a subclass of it)."""
+    if isinstance(thing, StubModule):
+        return True
+    owner = thing if isinstance(thing, StubMeta) else type(thing)
+    return isinstance(owner, StubMeta) and owner.__dict__.get(STUB_MARK) is True
+
+
+def is_missing(module_name: str) -> bool:
+    """The top-level module of `module_name` is stubbed, or would be: absent here or forced by the policy."""
+    top = module_name.partition(".")[0]
+    if top in _real:
+        return False
+    if top in _forced or is_stub(sys.modules.get(top)):
+        return True
+    if top in sys.modules:
+        return False
+    return not any(f.find_spec(top, None) for f in sys.meta_path
+                   if not isinstance(f, _StubFinder) and hasattr(f, "find_spec"))
+
+
+def stub_module(module_name: str) -> types.ModuleType:
+    """The stub module `module_name` (and its parents), made now whoever asks; its top must be missing."""
+    if not is_missing(module_name):
+        raise ImportError(f"{module_name} is installed here; it is not stubbed")
+    parts = module_name.split(".")
+    for depth in range(1, len(parts) + 1):
+        name = ".".join(parts[:depth])
+        if name not in sys.modules:
+            module = _new_stub_module(name)
+            sys.modules[name] = module
+            if depth > 1:
+                setattr(sys.modules[".".join(parts[:depth - 1])], parts[depth - 1], module)
+    return sys.modules[module_name]
+
+
+def _import_real_packages(names: Sequence[str]) -> None:
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except Exception as exc:
+            raise MissingRealPackage(f"package {name!r} must be real inside the sandbox (policy "
+                                     f"harness.real_packages) but does not import: "
+                                     f"{type(exc).__name__}: {exc}") from None
+
+
+def _forget_forced_modules() -> None:
+    for name in [n for n in sys.modules if n.partition(".")[0] in _forced]:
+        del sys.modules[name]
+
+
+def _imported_from_repository() -> bool:
+    """The innermost frame outside the import machinery (and this file) belongs to the repository."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not (filename.startswith("<frozen importlib") or filename.startswith(_importlib_dir)
+                or filename == __file__):
+            return bool(_repo_prefix) and filename.startswith(_repo_prefix)
+        frame = frame.f_back  # type: ignore[assignment]
+    return False
+
+
+class _StubLoader(importlib.abc.Loader):
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        return _new_stub_module(spec.name)
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        return None
+
+
+_LOADER = _StubLoader()
+
+
+class _StubFinder(importlib.abc.MetaPathFinder):
+    """First on the meta path: forced stubs and submodules of stubs. Last: missing top-level modules."""
+
+    def __init__(self, *, missing: bool) -> None:
+        self.missing = missing
+
+    def find_spec(self, fullname: str, path: Sequence[str] | None = None,
+                  target: types.ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
+        top, dot, _ = fullname.partition(".")
+        if top in _real:
+            return None
+        if dot:
+            stubbed_parent = is_stub(sys.modules.get(fullname.rpartition(".")[0]))
+            return self._spec(fullname) if stubbed_parent and not self.missing else None
+        if not self.missing:
+            return self._spec(fullname) if top in _forced else None
+        return self._spec(fullname) if _imported_from_repository() else None
+
+    @staticmethod
+    def _spec(fullname: str) -> importlib.machinery.ModuleSpec:
+        return importlib.machinery.ModuleSpec(fullname, _LOADER, is_package=True)
+
+
+class StubModule(types.ModuleType):
+    """A module that answers every attribute with a stub class (or the policy's `stub_attributes` value)."""
+
+    def __getattr__(self, name: str) -> Any:
+        key = f"{self.__name__}.{name}"
+        if key in _stub_attributes or f"{key}()" in _stub_attributes:
+            value = _policy_value(key)
+        elif name == "__version__":
+            value = DEFAULT_VERSION
+        elif _is_protocol_name(name):
+            raise AttributeError(name)
+        else:
+            value = _new_stub_class(name, self.__name__, name)
+        setattr(self, name, value)
+        return value
+
+
+def _new_stub_module(name: str) -> StubModule:
+    module = StubModule(name)
+    module.__path__ = []  # a package, so that `import torch.distributed` finds a submodule stub
+    module.__spec__ = importlib.machinery.ModuleSpec(name, _LOADER, is_package=True)
+    module.__loader__ = _LOADER
+    setattr(module, STUB_MARK, True)
+    return module
+
+
+def _policy_value(key: str) -> Any:
+    """`stub_attributes[key]`; with the key written 'module.function()', a function returning the value."""
+    if key in _stub_attributes:
+        return _stub_attributes[key]
+    value = _stub_attributes[f"{key}()"]
+
+    def returns_policy_value(*args: Any, **kwargs: Any) -> Any:
+        return copy.deepcopy(value)
+
+    returns_policy_value.__name__ = returns_policy_value.__qualname__ = key.rpartition(".")[2]
+    return returns_policy_value
+
+
+def _is_protocol_name(name: str) -> bool:
+    """Dunder and sunder names are protocols (copy, pickle, numpy, enum ...): a stub must not claim them."""
+    return len(name) > 2 and name.startswith("_") and name.endswith("_")
+
+
+class StubMeta(abc.ABCMeta):
+    """The class of stub classes: missing attributes are stub classes, calls return stub instances.
+
+    Derived from ABCMeta so that repository classes may mix a stub base with `abc.ABC`.
+    """
+
+    def __getattr__(cls, name: str) -> Any:
+        if _is_protocol_name(name):
+            raise AttributeError(name)
+        key = f"{cls.__module__}.{cls.__qualname__}.{name}"
+        if key in _stub_attributes or f"{key}()" in _stub_attributes:
+            value = _policy_value(key)
+        else:
+            value = _new_stub_class(name, cls.__module__, f"{cls.__qualname__}.{name}")
+        setattr(cls, name, value)
+        return value
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        if cls.__dict__.get(STUB_MARK) is not True:
+            return super().__call__(*args, **kwargs)  # a repository subclass: construct it for real
+        if _is_decoration(args, kwargs):
+            return args[0]
+        return Stub.__new__(cast("type[Stub]", cls))
+
+    def __getitem__(cls, key: Any) -> Any:
+        return cls  # Tensor["batch"], generic-looking hints
+
+    def __iter__(cls) -> Iterator[Any]:
+        return iter(())
+
+    def __len__(cls) -> int:
+        return 0
+
+    def __enter__(cls) -> Any:
+        return cls
+
+    def __exit__(cls, *exc_info: object) -> None:
+        return None
+
+    def __repr__(cls) -> str:
+        return f"<stub {cls.__module__}.{cls.__qualname__}>"
+
+
+_DECORATED = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, type, staticmethod,
+              classmethod, property, functools.partial)
+
+
+def _is_decoration(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    return (not kwargs and len(args) == 1
+            and isinstance(args[0], _DECORATED))
+
+
+def _new_stub_class(name: str, module: str, qualname: str) -> StubMeta:
+    namespace = {STUB_MARK: True, "__module__": module, "__qualname__": qualname}
+    return StubMeta(name, (Stub,), namespace)
+
+
+def _same(self: Stub, *_: Any) -> Stub:
+    return self
+
+
+def _never(self: Stub, other: Any) -> bool:
+    return False
+
+
+class Stub:
+    """Base of every stub class: instances swallow calls, arithmetic, indexing and iteration."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        return object.__new__(cls)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        pass
+
+    def __getattr__(self, name: str) -> Any:
+        if _is_protocol_name(name):
+            raise AttributeError(name)
+        return getattr(type(self), name)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return args[0] if _is_decoration(args, kwargs) else self
+
+    def __bool__(self) -> bool:
+        return not is_stub(self)  # `torch.cuda.is_available()` is false on a CPU; repository objects are not
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    __lt__ = __le__ = __gt__ = __ge__ = _never
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _same
+    __truediv__ = __rtruediv__ = __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = _same
+    __pow__ = __rpow__ = __matmul__ = __rmatmul__ = __and__ = __rand__ = __xor__ = __rxor__ = _same
+    __or__ = __ror__ = __lshift__ = __rlshift__ = __rshift__ = __rrshift__ = _same
+    __neg__ = __pos__ = __abs__ = __invert__ = __getitem__ = _same
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        pass
+
+    def __delitem__(self, key: Any) -> None:
+        pass
+
+    def __int__(self) -> int:
+        return 0
+
+    __index__ = __int__
+
+    def __float__(self) -> float:
+        return 0.0
+
+    def __len__(self) -> int:
+        return 0
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(())
+
+    def __contains__(self, item: Any) -> bool:
+        return False
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        return None
+
+    def __repr__(self) -> str:
+        return f"<stub {type(self).__module__}.{type(self).__qualname__}()>"
+
+    def __format__(self, spec: str) -> str:
+        return repr(self)

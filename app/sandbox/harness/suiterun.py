@@ -1,0 +1,134 @@
+"""One suite through one revision's validation: outcome mode (learning, traced), then record mode.
+
+Runs INSIDE the sandbox next to the repository's code, in the forked child of a group leader: imports
+nothing of `app`, only the standard library and sibling harness modules.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import FrameType
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:  # inside the sandbox the harness directory is on sys.path, siblings are top-level modules
+    from app.sandbox.harness import common, linewatch, record, tolerant
+else:
+    import common
+    import linewatch
+    import record
+    import tolerant
+
+T = TypeVar("T")
+MAX_MESSAGE = 2000
+MAX_LEARNING_RETRIES = 200
+RECORD_SHARE = 0.5  # of the suite's remaining time: what is left after it still reports the outcome
+
+
+class RecordTimeout(BaseException):
+    """Record mode ran out of time (a rewritten loop that never ends); a BaseException: nothing catches it."""
+
+
+@dataclass
+class Revision:
+    """What a group leader prepared once: the entry callable, the rewrites, what to trace."""
+
+    repo: str
+    entry: Callable[[], Any]
+    base_env: dict[str, str]
+    suite_seconds: float
+    trace: linewatch.Watched = field(default_factory=dict)
+    rewrites: list[record.Rewrite] = field(default_factory=list)
+
+
+def run_suite(revision: Revision, suite: dict[str, Any]) -> dict[str, Any]:
+    """The suite's SuiteResult as JSON."""
+    started = time.monotonic()
+    tolerant.ledger.reset()
+    hits: dict[str, set[int]] = {}
+    outcome = _traced(revision, hits, lambda: outcome_mode(revision, suite))
+    learned = [{"name": n, "path": p, "line": line} for n, (p, line) in tolerant.ledger.learned_at.items()]
+    remaining = revision.suite_seconds - (time.monotonic() - started)
+    events = record_mode(revision, suite, max(0.1, remaining * RECORD_SHARE))
+    prefix = revision.repo.rstrip("/") + "/"
+    return {"suite_id": suite["id"], "outcome": outcome, "events": events,
+            "known_flags": tolerant.ledger.known_flags(suite["argv"]),
+            "tolerated_flags": list(tolerant.ledger.tolerated_flags), "learned": learned,
+            "lines_hit": {f[len(prefix):]: sorted(lines) for f, lines in hits.items()}}
+
+
+def outcome_mode(revision: Revision, suite: dict[str, Any]) -> dict[str, Any]:
+    """Call the entry as the suite's job would, learning missing Namespace attributes and retrying."""
+    failure = call_entry(revision, suite)
+    retries = 0
+    while failure is not None and retries < MAX_LEARNING_RETRIES \
+            and tolerant.learn_from(failure, common.repo_frame(failure.__traceback__, revision.repo)):
+        failure = call_entry(revision, suite)
+        retries += 1
+    if failure is None:
+        return {"outcome": "accepted", "exception": None, "message": None, "path": None, "line": None}
+    path, line = common.repo_frame(failure.__traceback__, revision.repo)
+    return {"outcome": "rejected", "exception": type(failure).__name__,
+            "message": _message(failure)[:MAX_MESSAGE], "path": path, "line": line}
+
+
+def record_mode(revision: Revision, suite: dict[str, Any], seconds: float) -> list[dict[str, Any]]:
+    """Run the entry again with the validation functions rewritten; what it returns or raises is moot."""
+    if not revision.rewrites:
+        return []
+    record.recorder.reset()
+    originals = record.install(revision.rewrites)
+    previous = signal.signal(signal.SIGALRM, _out_of_time)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        call_entry(revision, suite)
+    except RecordTimeout:
+        pass
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        record.restore(originals)  # a warm-up leader goes on with the original functions
+    return record.recorder.recorded()
+
+
+def call_entry(revision: Revision, suite: dict[str, Any]) -> BaseException | None:
+    """The exception the entry ended with, None when it returned."""
+    set_environment(revision.base_env, suite)
+    sys.argv = [_entry_path(revision.repo, suite.get("entry") or ""), *suite["argv"]]
+    try:
+        revision.entry()
+    except (Exception, SystemExit) as exc:
+        return exc
+    return None
+
+
+def set_environment(base_env: dict[str, str], suite: dict[str, Any]) -> None:
+    """Exactly the sandbox's environment plus the suite's: nothing left over from another suite."""
+    os.environ.clear()
+    os.environ.update(base_env)
+    os.environ.update(suite.get("env") or {})
+
+
+def _entry_path(repo: str, entry: str) -> str:
+    return os.path.join(repo, entry) if entry else repo  # an absolute entry stays as it is
+
+
+def _message(exc: BaseException) -> str:
+    try:
+        return str(exc)
+    except Exception:
+        return f"<unprintable {type(exc).__name__}>"
+
+
+def _out_of_time(signum: int, frame: FrameType | None) -> None:
+    raise RecordTimeout()
+
+
+def _traced(revision: Revision, hits: dict[str, set[int]], run: Callable[[], T]) -> T:
+    if not revision.trace:
+        return run()
+    return linewatch.traced(revision.trace, hits, run)

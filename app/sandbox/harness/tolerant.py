@@ -1,0 +1,269 @@
+"""Tolerance for absent upstream code: replacements, generic flags, parse rejections, learned attributes.
+
+Runs INSIDE the sandbox next to the repository's code: imports nothing of `app`, only the standard library
+and sibling harness modules. The repository's own parsers stay strict; only what an absent upstream parser
+(Megatron's) would have defined is set generically and reported, so the verdict can tell a flag the
+repository dropped from one it never owned.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import importlib
+import json
+import os
+import re
+import sys
+from collections.abc import Callable, Iterable
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # inside the sandbox the harness directory is on sys.path, siblings are top-level modules
+    from app.sandbox.harness import stubs
+else:
+    import stubs
+
+_NUMBER = re.compile(r"^-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
+_ARGPARSE_FILE = argparse.__file__
+
+
+class ReplacementError(Exception):
+    """A replacement the policy asks for cannot be installed (bad target, unknown fixture)."""
+
+
+class Ledger:
+    """What one suite's run made the harness tolerate or learn; reset before each suite."""
+
+    def __init__(self) -> None:
+        self.repo_prefix = ""
+        self.attribute_defaults: dict[str, Any] = {}
+        self.reset()
+
+    def reset(self) -> None:
+        self.defined_options: set[str] = set()
+        self.tolerated_flags: dict[str, None] = {}  # ordered set
+        self.learned: dict[str, Any] = {}
+        self.learned_at: dict[str, tuple[str | None, int | None]] = {}
+
+    def known_flags(self, argv: Iterable[str]) -> list[str]:
+        """Option words of `argv` (`--x=v` counts as `--x`) that some parser of this run defined."""
+        words = (w.split("=", 1)[0] for w in argv if w.startswith("-") and not _NUMBER.match(w))
+        return list(dict.fromkeys(w for w in words if w in self.defined_options))
+
+
+ledger = Ledger()
+
+
+def install_argparse_patches(repo: str, attribute_defaults: dict[str, Any]) -> None:
+    """Record every parser's options, turn parse errors into exceptions, notice Namespace attribute misses."""
+    ledger.repo_prefix = os.path.abspath(repo).rstrip("/") + "/"
+    ledger.attribute_defaults = dict(attribute_defaults)
+    real_parse_known_args = argparse.ArgumentParser.parse_known_args
+    if getattr(real_parse_known_args, "__prtriage__", False):
+        return
+
+    def parse_known_args(self: argparse.ArgumentParser, args: Any = None, namespace: Any = None) -> Any:
+        ledger.defined_options.update(self._option_string_actions)
+        return real_parse_known_args(self, args, namespace)
+
+    parse_known_args.__prtriage__ = True  # type: ignore[attr-defined]
+    argparse.ArgumentParser.parse_known_args = parse_known_args  # type: ignore[method-assign]
+    argparse.ArgumentParser.error = _parser_error  # type: ignore[method-assign,assignment]
+    argparse.ArgumentParser.exit = _parser_exit  # type: ignore[method-assign,assignment]
+    argparse.Namespace.__getattr__ = _namespace_miss  # type: ignore[method-assign]
+
+
+def _parser_error(self: argparse.ArgumentParser, message: str) -> None:
+    """argparse would print usage and exit(2): the message is the rejection, without the noise."""
+    raise SystemExit(message)
+
+
+def _parser_exit(self: argparse.ArgumentParser, status: int = 0, message: str | None = None) -> None:
+    raise SystemExit((message or "").strip() or status)
+
+
+def _namespace_miss(self: argparse.Namespace, name: str) -> Any:
+    """A Namespace attribute miss: the learned default once learned, else an AttributeError saying where.
+
+    argparse itself asks `hasattr(namespace, dest)` to decide whether to set a default: it must keep seeing
+    the attribute as missing, or a learned None would hide the parser's default.
+    """
+    if name.startswith("__") and name.endswith("__"):
+        raise AttributeError(name)  # protocols (copy, pickle) probe these: never learned, never located
+    caller = sys._getframe(1)
+    if name in ledger.learned and caller.f_code.co_filename != _ARGPARSE_FILE:
+        return ledger.learned[name]
+    error = AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'", name=name, obj=self)
+    error.__prtriage_where__ = _repository_location(caller)  # type: ignore[attr-defined]
+    raise error
+
+
+def _repository_location(frame: FrameType | None) -> tuple[str | None, int | None]:
+    prefix = ledger.repo_prefix
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if prefix and filename.startswith(prefix):
+            return filename[len(prefix):], frame.f_lineno
+        frame = frame.f_back
+    return None, None
+
+
+def learn_from(exc: BaseException, fallback: tuple[str | None, int | None]) -> bool:
+    """When `exc` is a miss of a Namespace attribute not yet learned, learn its default; True to retry."""
+    if not isinstance(exc, AttributeError) or not isinstance(exc.obj, argparse.Namespace):
+        return False
+    name = exc.name
+    if not isinstance(name, str) or name in ledger.learned:
+        return False
+    ledger.learned[name] = copy.deepcopy(ledger.attribute_defaults.get(name))
+    where = getattr(exc, "__prtriage_where__", (None, None))
+    ledger.learned_at[name] = where if where[0] is not None else fallback
+    return True
+
+
+def set_unknown_flags(namespace: argparse.Namespace, unknown: list[str]) -> None:
+    """Set flags no parser defined the way their owner most likely would, and report them as tolerated."""
+    flag: str | None = None
+    values: list[str] = []
+    for word in [*unknown, "--"]:
+        if word.startswith("-") and not _NUMBER.match(word):
+            if flag is not None:
+                _set_flag(namespace, flag, values)
+            flag, values = word, []
+            if "=" in word:
+                flag, value = word.split("=", 1)
+                values.append(value)
+        elif flag is not None:
+            values.append(word)
+
+
+def _set_flag(namespace: argparse.Namespace, flag: str, values: list[str]) -> None:
+    name = flag.lstrip("-").replace("-", "_")
+    if not name:
+        return
+    ledger.tolerated_flags[flag] = None
+    if not values and name.startswith("no_") and len(name) > 3:
+        setattr(namespace, name[3:], False)
+    elif not values:
+        setattr(namespace, name, True)
+    elif len(values) == 1:
+        setattr(namespace, name, _coerce(values[0]))
+    else:
+        setattr(namespace, name, [_coerce(v) for v in values])
+
+
+def _coerce(value: str) -> Any:
+    for kind in (int, float):
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    return value
+
+
+def install_replacements(repo: str, validation_policy: dict[str, Any],
+                         harness_policy: dict[str, Any]) -> None:
+    """Put the policy's `validation.replace` callables in place. Raises ReplacementError."""
+    fixtures = {f["name"]: f.get("content") for f in harness_policy.get("fixtures") or () if f.get("name")}
+    defaults = dict(validation_policy.get("attribute_defaults") or {})
+    for replacement in validation_policy.get("replace") or ():
+        target = replacement["target"]
+        owner, attribute = _owner_of(target, replacement.get("only_if_missing", True))
+        if owner is None:
+            continue
+        stand_in = _make_stand_in(replacement, fixtures, defaults)
+        stand_in.__name__ = stand_in.__qualname__ = attribute
+        setattr(owner, attribute, staticmethod(stand_in) if isinstance(owner, type) else stand_in)
+
+
+def _owner_of(target: str, only_if_missing: bool) -> tuple[Any, str]:
+    """The object whose attribute `target` names (None when it is present and must stay), and the name."""
+    module_name, _, path = target.partition(":")
+    *parents, attribute = path.split(".")
+    try:
+        if stubs.is_missing(module_name):
+            owner = stubs.stub_module(module_name)
+        elif only_if_missing:
+            return None, attribute
+        else:
+            owner = importlib.import_module(module_name)
+        for parent in parents:
+            owner = getattr(owner, parent)
+    except Exception as exc:
+        raise ReplacementError(f"replacement target {target!r} cannot be reached: "
+                               f"{type(exc).__name__}: {exc}") from None
+    return owner, attribute
+
+
+def _make_stand_in(replacement: dict[str, Any], fixtures: dict[str, Any],
+                   defaults: dict[str, Any]) -> Callable[..., Any]:
+    kind = replacement.get("with")
+    if kind == "argparse_with_provider":
+        return _argparse_with_provider(replacement.get("provider_kwarg") or "extra_args_provider", defaults)
+    if kind == "fixture_namespace":
+        name = replacement.get("fixture")
+        if name not in fixtures:
+            raise ReplacementError(f"replacement {replacement['target']!r} names fixture {name!r}, which "
+                                   "harness.fixtures does not define")
+        return _fixture_namespace(fixtures[name])
+    if kind == "return_value":
+        value = replacement.get("value")
+        return lambda *args, **kwargs: copy.deepcopy(value)
+    raise ReplacementError(f"replacement {replacement['target']!r}: unknown kind {kind!r}")
+
+
+def _argparse_with_provider(provider_kwarg: str, defaults: dict[str, Any]) -> Callable[..., Any]:
+    """Stands in for an absent upstream parse_args(extra_args_provider=...): the provider's options parse
+    strictly, every other flag is set generically."""
+
+    def parse_args(*args: Any, **kwargs: Any) -> argparse.Namespace:
+        provider = kwargs.get(provider_kwarg)
+        if provider is None and args and callable(args[0]):
+            provider = args[0]
+        parser = argparse.ArgumentParser(allow_abbrev=False)
+        if provider is not None:
+            parser = provider(parser) or parser
+        namespace, unknown = parser.parse_known_args(sys.argv[1:])
+        set_unknown_flags(namespace, unknown)
+        present = vars(namespace)
+        for name, value in defaults.items():
+            if name not in present:
+                setattr(namespace, name, copy.deepcopy(value))
+        return namespace
+
+    return parse_args
+
+
+def _fixture_namespace(content: Any) -> Callable[..., Any]:
+    if isinstance(content, str):
+        try:
+            content = json.loads(content)
+        except ValueError:
+            content = {}
+    mapping = content if isinstance(content, dict) else {}
+    return lambda *args, **kwargs: FixtureNamespace(copy.deepcopy(mapping))
+
+
+class FixtureNamespace:
+    """A fixture's JSON object seen as a config object: attributes, `to_dict()`, `get`, indexing."""
+
+    def __init__(self, content: dict[str, Any]) -> None:
+        for key, value in content.items():
+            self.__dict__[key] = FixtureNamespace(value) if isinstance(value, dict) else value
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v.to_dict() if isinstance(v, FixtureNamespace) else copy.deepcopy(v)
+                for k, v in self.__dict__.items()}
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.__dict__.get(key, default)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.__dict__[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.__dict__
+
+    def __repr__(self) -> str:
+        return f"FixtureNamespace({self.to_dict()!r})"

@@ -1,0 +1,160 @@
+"""The validation harness: replays each suite's argv through one revision's validation code.
+
+Runs INSIDE the sandbox as `python -B -s /harness/validate.py /job/job.json`, cwd = the repository; imports
+nothing of `app`, only the standard library and sibling harness modules. Sends one `suite` message per suite
+(SuiteResult JSON), `progress` messages, and `done`; `fatal` when the revision cannot be validated at all.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import time
+from typing import TYPE_CHECKING, Any
+
+HARNESS_DIR = os.path.dirname(os.path.abspath(__file__))
+
+if TYPE_CHECKING:  # inside the sandbox the harness directory is on sys.path, siblings are top-level modules
+    from app.sandbox.harness import (
+        common,
+        envprobe,
+        fsfakes,
+        leader,
+        linewatch,
+        record,
+        stubs,
+        suiterun,
+        tolerant,
+    )
+else:
+    import common
+    import envprobe
+    import fsfakes
+    import leader
+    import linewatch
+    import record
+    import stubs
+    import suiterun
+    import tolerant
+
+HARNESS_MODULES = ("common", "envprobe", "fsfakes", "leader", "linewatch", "record", "stubs", "suiterun",
+                   "tolerant")
+
+
+class Job:
+    """The validate job and what every process of this run shares."""
+
+    def __init__(self, raw: dict[str, Any]) -> None:
+        self.repo: str = os.path.abspath(raw["repo"])
+        self.validation: dict[str, Any] = raw["policy"]["validation"]
+        self.harness: dict[str, Any] = raw["policy"].get("harness") or {}
+        self.suites: list[dict[str, Any]] = list(raw["suites"])
+        self.workers = max(1, int(raw.get("workers") or 1))
+        self.suite_seconds = float((self.harness.get("limits") or {}).get("suite_seconds", 60))
+        self.trace: dict[str, list[int]] = raw.get("trace") or {}
+        self.base_env = dict(os.environ)
+
+    def open_revision(self, suite: dict[str, Any]) -> suiterun.Revision:
+        """In a leader or the probe: import the entry under the suite's environment, ready to run suites."""
+        suiterun.set_environment(self.base_env, suite)
+        try:
+            tolerant.install_replacements(self.repo, self.validation, self.harness)
+        except tolerant.ReplacementError as exc:
+            raise leader.ImportFailure(str(exc)) from None
+        entry = self._import_entry()
+        return suiterun.Revision(repo=self.repo, entry=entry, base_env=self.base_env,
+                                 suite_seconds=self.suite_seconds,
+                                 trace=linewatch.watch_map(self.repo, self.trace),
+                                 rewrites=record.prepare(list(self.validation.get("functions") or ()),
+                                                         self.repo))
+
+    def _import_entry(self) -> Any:
+        target = self.validation["entry"]
+        module_name, _, function = target.partition(":")
+        try:
+            owner: Any = importlib.import_module(module_name)
+            for name in function.split("."):
+                owner = getattr(owner, name)
+        except (Exception, SystemExit) as exc:
+            path, line = common.repo_frame(exc.__traceback__, self.repo)
+            where = f" ({path}:{line})" if path else ""
+            raise leader.ImportFailure(f"the validation entry {target} does not import: "
+                                       f"{type(exc).__name__}: {exc}{where}") from None
+        if not callable(owner):
+            raise leader.ImportFailure(f"the validation entry {target} is not callable")
+        return owner
+
+
+class Progress:
+    """Sends every suite's message once, with progress, and remembers the first fatal reason."""
+
+    def __init__(self, total: int) -> None:
+        self.total, self.done, self.fatal_sent = total, 0, False
+
+    def result(self, result: dict[str, Any]) -> None:
+        common.send({"type": "suite", **result})
+        self.done += 1
+        common.progress(self.done, self.total, f"suite {result['suite_id']}")
+
+    def failure(self, suite: dict[str, Any], reason: str) -> None:
+        self.result({"suite_id": suite["id"], "events": [], "known_flags": [], "tolerated_flags": [],
+                     "learned": [], "lines_hit": {},
+                     "outcome": {"outcome": "error", "exception": None, "message": reason, "path": None,
+                                 "line": None}})
+
+    def import_failure(self, reason: str) -> None:
+        if not self.fatal_sent:
+            self.fatal_sent = True
+            common.fatal(reason)
+
+
+def main() -> None:
+    common.open_channel()
+    _isolate_harness_modules()
+    job = Job(common.load_job())
+    progress = Progress(len(job.suites))
+    os.chdir(job.repo)  # CI runs the entry from the repository root
+    sys.path.insert(0, job.repo)
+    try:
+        fsfakes.install(job.repo, job.harness)
+        stubs.install(job.repo, job.harness)
+        tolerant.install_argparse_patches(job.repo, job.validation.get("attribute_defaults") or {})
+    except stubs.MissingRealPackage as exc:
+        _fail_all(job, progress, str(exc))
+        return
+    started = time.monotonic()
+    groups = envprobe.plan_groups(job.suites, job.open_revision, suite_seconds=job.suite_seconds)
+    common.progress(0, len(job.suites), f"{len(groups)} environment group(s) in "
+                                        f"{time.monotonic() - started:.1f}s")
+    report = leader.Report(result=progress.result, failure=progress.failure,
+                           import_failure=progress.import_failure)
+    for group in groups:
+        leader.run_group(group, job.open_revision, workers=job.workers, suite_seconds=job.suite_seconds,
+                         report=report)
+    common.send({"type": "done"})
+
+
+def _fail_all(job: Job, progress: Progress, reason: str) -> None:
+    progress.import_failure(reason)
+    for suite in job.suites:
+        progress.failure(suite, reason)
+    common.send({"type": "done"})
+
+
+def _isolate_harness_modules() -> None:
+    """Repository code must not import the harness by accident: a top-level `common` or `record` is its own.
+
+    The harness modules stay loaded (they hold references to one another) but leave sys.modules and
+    sys.path, under prefixed names.
+    """
+    if HARNESS_DIR in sys.path:
+        sys.path.remove(HARNESS_DIR)
+    for name in HARNESS_MODULES:
+        module = sys.modules.pop(name, None)
+        if module is not None:
+            sys.modules[f"_prtriage_harness_{name}"] = module
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,186 @@
+"""stubs in a real Python process: what repository code may do with modules the sandbox lacks."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+HARNESS = Path(__file__).resolve().parents[1] / "app" / "sandbox" / "harness"
+
+
+def run_repo_module(tmp_path: Path, module_source: str, policy: dict[str, Any] | None = None,
+                    extra: dict[str, str] | None = None) -> Any:
+    """Import `pkg.mod` (the given source) from a repository after stubs.install; its RESULT, as JSON."""
+    repo = tmp_path / "repo"
+    files = {"pkg/__init__.py": "", "pkg/mod.py": textwrap.dedent(module_source), **(extra or {})}
+    for name, text in files.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    outside = tmp_path / "site"  # third-party code: not under the repository root
+    outside.mkdir(exist_ok=True)
+    (outside / "thirdparty.py").write_text(textwrap.dedent("""
+        try:
+            import flash_attn_missing
+            HAVE_FLASH = True
+        except ImportError:
+            HAVE_FLASH = False
+    """))
+    probe = textwrap.dedent(f"""
+        import json, sys
+        sys.path[:0] = [{str(HARNESS)!r}, {str(repo)!r}, {str(outside)!r}]
+        import stubs
+        try:
+            stubs.install({str(repo)!r}, json.loads({json.dumps(policy or {})!r}))
+        except stubs.MissingRealPackage as exc:
+            print(json.dumps({{"missing": str(exc)}}))
+            raise SystemExit(0)
+        import pkg.mod
+        print(json.dumps(pkg.mod.RESULT))
+    """)
+    script = tmp_path / "probe.py"
+    script.write_text(probe)
+    done = subprocess.run([sys.executable, "-B", "-s", str(script)], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_repository_classes_subclass_decorate_and_hint_with_stubs(tmp_path: Path) -> None:
+    result = run_repo_module(tmp_path, """
+        import abc
+        from typing import Optional
+        import torch
+
+        class Model(torch.nn.Module, abc.ABC):
+            def __init__(self, width: int, device: Optional[torch.device] = None) -> None:
+                super().__init__()
+                self.width = width
+
+        @torch.no_grad()
+        def called_decorator() -> int:
+            return 1
+
+        @torch.jit.script
+        def bare_decorator(x: torch.Tensor | None) -> int:
+            return 2
+
+        @torch.compile(mode="max-autotune")
+        class Decorated:
+            answer = 3
+
+        model = Model(7)
+        RESULT = [model.width, called_decorator(), bare_decorator(None), Decorated.answer,
+                  isinstance(model, torch.nn.Module), isinstance(3, torch.Tensor),
+                  issubclass(Model, torch.nn.Module), torch.nn.Module is torch.nn.Module]
+    """)
+    assert result == [7, 1, 2, 3, True, False, True, True]
+
+
+def test_stub_values_survive_arithmetic_comparison_iteration_and_with(tmp_path: Path) -> None:
+    result = run_repo_module(tmp_path, """
+        import torch
+
+        count = torch.cuda.device_count()
+        world = count * 2 + 1
+        with torch.no_grad():
+            inside = True
+        with torch.cuda.stream:
+            pass
+        RESULT = [bool(torch.cuda.is_available()), world is count, count == count, count == 0, count > 1,
+                  list(torch.cuda.devices()), len(count), int(count), f"{count:.2f}".startswith("<stub"),
+                  inside, list(torch.cuda.stream)]
+    """)
+    assert result == [False, True, True, False, False, [], 0, 0, True, True, []]
+
+
+def test_submodules_of_stubs_are_stubs(tmp_path: Path) -> None:
+    result = run_repo_module(tmp_path, """
+        import torch.distributed as dist
+        from megatron.core import mpu
+        from megatron.training.arguments import parse_args
+        import megatron.training
+        import sys
+        from importlib import import_module
+
+        lazily = import_module("sglang.srt.server_args")
+        RESULT = [dist.__name__, mpu.__qualname__, parse_args.__module__, megatron.training.__name__,
+                  sys.modules["megatron"].__prtriage_stub__, lazily.__name__, dist.__prtriage_stub__]
+    """)
+    assert result == ["torch.distributed", "mpu", "megatron.training.arguments", "megatron.training",
+                      True, "sglang.srt.server_args", True]
+
+
+def test_only_repository_imports_are_stubbed(tmp_path: Path) -> None:
+    result = run_repo_module(tmp_path, """
+        import thirdparty
+        import flash_attn_missing
+
+        RESULT = [thirdparty.HAVE_FLASH, flash_attn_missing.__prtriage_stub__]
+    """)
+    assert result == [False, True]
+
+
+def test_missing_submodule_of_a_real_package_still_fails(tmp_path: Path) -> None:
+    result = run_repo_module(tmp_path, """
+        try:
+            import json.no_such_part
+            RESULT = "stubbed"
+        except ImportError:
+            RESULT = "import error"
+    """)
+    assert result == "import error"
+
+
+def test_versions_and_attributes_come_from_the_policy(tmp_path: Path) -> None:
+    policy = {"stub_attributes": {"torch.__version__": "2.5.0", "torch.cuda.is_available()": True,
+                                  "torch.distributed.get_world_size()": 8, "sglang.srt.PORTS": [1, 2]}}
+    result = run_repo_module(tmp_path, """
+        import torch
+        import torch.distributed as dist
+        import sglang.srt
+        import megatron
+
+        RESULT = [torch.__version__, megatron.__version__, torch.cuda.is_available(),
+                  dist.get_world_size() * 2, sglang.srt.PORTS]
+    """, policy)
+    assert result == ["2.5.0", "0.0.0", True, 16, [1, 2]]
+
+
+def test_policy_stub_modules_are_stubbed_even_when_installed(tmp_path: Path) -> None:
+    result = run_repo_module(tmp_path, """
+        import yaml
+        import json
+
+        RESULT = [getattr(yaml, "__prtriage_stub__", False), hasattr(json, "__prtriage_stub__")]
+    """, {"stub_modules": ["yaml"]})
+    assert result == [True, False]
+
+
+def test_real_packages_are_never_stubbed(tmp_path: Path) -> None:
+    result = run_repo_module(tmp_path, """
+        import yaml
+
+        RESULT = [yaml.safe_load("a: 1"), hasattr(yaml, "__prtriage_stub__")]
+    """, {"real_packages": ["yaml"], "stub_modules": ["yaml"]})
+    assert result == [{"a": 1}, False]
+
+
+def test_a_missing_real_package_is_a_clear_error(tmp_path: Path) -> None:
+    result = run_repo_module(tmp_path, "RESULT = 1\n", {"real_packages": ["typer_not_installed_here"]})
+    assert "typer_not_installed_here" in result["missing"]
+    assert "harness.real_packages" in result["missing"]
+
+
+def test_stubbing_can_be_switched_off(tmp_path: Path) -> None:
+    result = run_repo_module(tmp_path, """
+        try:
+            import torch
+            RESULT = "stubbed"
+        except ImportError:
+            RESULT = "import error"
+    """, {"stub_missing_modules": False})
+    assert result == "import error"
