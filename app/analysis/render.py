@@ -1,0 +1,168 @@
+"""A check report as JSON (the scripting contract), plain text (the terminal) or markdown (a PR comment)."""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import Any, Literal
+
+from app.analysis.model import Finding
+from app.analysis.report import CheckReport
+
+Format = Literal["text", "json", "markdown"]
+MARKDOWN_LIMIT = 60_000
+MARKDOWN_FINDINGS = 50
+MARKDOWN_SUITES = 100
+UNSANDBOXED = ("WARNING: the analysis ran WITHOUT the sandbox: repository code ran unconfined, "
+               "with your privileges.")
+
+
+def render(report: CheckReport, fmt: Format) -> str:
+    if fmt == "json":
+        return json.dumps(report_json(report), indent=2) + "\n"
+    if fmt == "markdown":
+        return render_markdown(report)
+    return render_text(report)
+
+
+def report_json(report: CheckReport) -> dict[str, Any]:
+    """The `--format json` contract; keys may be added, never renamed or moved."""
+    matrix = report.matrix
+    return {
+        "base": report.base_sha, "head": report.head_sha, "validation_changed": report.validation_changed,
+        "suites": [{"id": s.id, "script": s.script, "argv": list(s.argv),
+                    "base": report.outcome("base", s.id).to_json(),
+                    "head": report.outcome("head", s.id).to_json()} for s in matrix.suites],
+        "findings": [f.to_json() for f in report.findings],
+        "capture": {"scripts": matrix.scripts, "captured": matrix.captured,
+                    "failed": [{"script": f.script, "reason": f.reason} for f in matrix.failed],
+                    "cached": report.capture_cached, "disabled": list(matrix.disabled)},
+        "sandboxed": report.sandboxed,
+        "timing": {"capture_s": round(report.timing.capture_s, 3), "base_s": round(report.timing.base_s, 3),
+                   "head_s": round(report.timing.head_s, 3), "total_s": round(report.timing.total_s, 3)},
+        "changed_paths": list(report.changed_paths),
+    }
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def headline(report: CheckReport) -> str:
+    if not report.validation_changed:
+        return "No existing CI suite newly rejected: the change touches no validation path (nothing was run)"
+    blocking = report.blocking
+    if not blocking:
+        return "No existing CI suite newly rejected"
+    broken = len(report.broken_suites)
+    return f"BREAKS {_plural(broken, 'existing CI suite')} ({_plural(len(blocking), 'blocking finding')})"
+
+
+def _where(finding: Finding) -> str:
+    if finding.path is None:
+        return ""
+    place = finding.path if finding.line is None else f"{finding.path}:{finding.line}"
+    return f"{place} ({'in this diff' if finding.in_diff else 'not in this diff'})"
+
+
+def _summary_lines(report: CheckReport) -> list[str]:
+    if not report.validation_changed:
+        return [f"changed paths: {len(report.changed_paths)}, none of them validation code"]
+    matrix, timing = report.matrix, report.timing
+    lines = [f"{_plural(len(matrix.suites), 'suite')} from {matrix.captured} of "
+             f"{_plural(matrix.scripts, 'CI script')} ({len(matrix.failed)} failed"
+             f"{', matrix from cache' if report.capture_cached else ''})"]
+    for revision in ("base", "head"):
+        counts = report.outcome_counts(revision)
+        lines.append(f"{revision}: {counts['accepted']} accepted, {counts['rejected']} rejected, "
+                     f"{counts['error']} error")
+    if report.errored_at_both:
+        lines.append(f"{_plural(report.errored_at_both, 'suite')} errored at both revisions (not judged)")
+    lines.append(f"timing: capture {timing.capture_s:.1f} s, base {timing.base_s:.1f} s, "
+                 f"head {timing.head_s:.1f} s, total {timing.total_s:.1f} s")
+    return lines
+
+
+def render_text(report: CheckReport) -> str:
+    lines = [headline(report), ""]
+    for finding in report.blocking:
+        lines.append(f"[blocking] {finding.kind} {_where(finding)}".rstrip())
+        lines.append(f"    {finding.message}")
+        lines.append(f"    {_plural(len(finding.suites), 'suite')}:")
+        lines += [f"      {suite}" for suite in finding.suites]
+        if finding.scripts:
+            lines.append(f"    scripts: {', '.join(finding.scripts)}")
+    others = [f for f in report.findings if f.severity != "blocking"]
+    if others:
+        lines.append("")
+    for finding in others:
+        suites = f" ({_plural(len(finding.suites), 'suite')})" if finding.suites else ""
+        where = f" {_where(finding)}" if finding.path else ""
+        lines.append(f"[{finding.severity}] {finding.kind}{where}: {finding.message}{suites}")
+    lines += ["", *_summary_lines(report)]
+    if not report.sandboxed:
+        lines += ["", f"!!! {UNSANDBOXED} !!!"]
+    return "\n".join(lines) + "\n"
+
+
+def _flat(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[:limit - 1] + "…"
+
+
+def _md(text: str, limit: int = 300) -> str:
+    """Untrusted text (assert messages come from the PR) made inert in markdown: no HTML, no mention."""
+    escaped = html.escape(_flat(text, limit), quote=False)
+    for char in "\\`*_[]|~":
+        escaped = escaped.replace(char, "\\" + char)
+    return escaped.replace("@", "@<!-- -->")
+
+
+def _html(text: str, limit: int = 300) -> str:
+    """The same inside an HTML block, where markdown escapes would show as backslashes."""
+    return html.escape(_flat(text, limit), quote=False).replace("@", "@<!-- -->")
+
+
+def _md_findings(findings: list[Finding]) -> list[str]:
+    rows = ["| severity | finding | where | suites | message |", "| --- | --- | --- | --- | --- |"]
+    for finding in findings[:MARKDOWN_FINDINGS]:
+        rows.append(f"| {finding.severity} | {finding.kind} | {_md(_where(finding)) or '-'} | "
+                    f"{len(finding.suites)} | {_md(finding.message)} |")
+    if len(findings) > MARKDOWN_FINDINGS:
+        rows.append(f"\n… and {len(findings) - MARKDOWN_FINDINGS} more findings (see `--format json`)")
+    return rows
+
+
+def _md_suites(finding: Finding) -> str:
+    shown = finding.suites[:MARKDOWN_SUITES]
+    lines = ["", f"<details><summary>{_html(finding.kind)} at {_html(_where(finding)) or '-'}: "
+                 f"{_plural(len(finding.suites), 'suite')}</summary>", ""]
+    lines += [f"- {_md(suite)}" for suite in shown]
+    if len(finding.suites) > len(shown):
+        lines.append(f"- … and {len(finding.suites) - len(shown)} more")
+    return "\n".join([*lines, "", "</details>"])
+
+
+def render_markdown(report: CheckReport) -> str:
+    """The PR comment: headline, findings table, the suites of each blocking finding folded away.
+
+    Stays under MARKDOWN_LIMIT characters: suite lists that do not fit are left out with a count.
+    """
+    mark = "❌" if report.blocking else "✅"
+    top = "\n".join([f"### {mark} {_md(headline(report))}", "",
+                     *(_md_findings(list(report.findings)) if report.findings else [])])
+    bottom = "\n".join(["", *(f"{_md(line)}  " for line in _summary_lines(report)),
+                        *(["", f"> **{_md(UNSANDBOXED)}**"] if not report.sandboxed else [])])
+    budget = MARKDOWN_LIMIT - len(top) - len(bottom) - 200
+    folded: list[str] = []
+    listed = [f for f in report.blocking if f.suites]
+    for finding in listed:
+        block = _md_suites(finding)
+        if len(block) > budget:
+            break
+        folded.append(block)
+        budget -= len(block)
+    if len(folded) < len(listed):
+        folded.append(f"\n… the suites of {len(listed) - len(folded)} more blocking findings are left out "
+                      "(see `--format json`)")
+    return "\n".join([top, *folded, bottom]) + "\n"

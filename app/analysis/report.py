@@ -1,0 +1,61 @@
+"""The result of one `prtriage check`: what ran, what each revision made of each suite, and the findings."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from app.analysis.model import Finding, Matrix, Outcome, SuiteResult
+
+EMPTY_MATRIX = Matrix(suites=(), scripts=0, captured=0)
+NOT_VALIDATED = Outcome("error", message="not validated")
+Revision = Literal["base", "head"]
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Wall-clock seconds of each step."""
+
+    capture_s: float = 0.0
+    base_s: float = 0.0
+    head_s: float = 0.0
+    total_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    base_sha: str | None  # None when the trees did not come from git
+    head_sha: str | None
+    validation_changed: bool  # False: the fast path, no suite was run
+    changed_paths: tuple[str, ...] = ()
+    matrix: Matrix = EMPTY_MATRIX
+    base: Mapping[str, SuiteResult] = field(default_factory=dict)
+    head: Mapping[str, SuiteResult] = field(default_factory=dict)
+    findings: tuple[Finding, ...] = ()
+    capture_cached: bool = False
+    sandboxed: bool = True  # False only when repository code ran outside the sandbox
+    timing: Timing = Timing()
+
+    @property
+    def blocking(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "blocking"]
+
+    @property
+    def broken_suites(self) -> list[str]:
+        """Suites some blocking finding names: the CI suites the head would break."""
+        return sorted({s for f in self.blocking for s in f.suites})
+
+    def outcome(self, revision: Revision, suite_id: str) -> Outcome:
+        results = self.base if revision == "base" else self.head
+        result = results.get(suite_id)
+        return result.outcome if result is not None else NOT_VALIDATED
+
+    def outcome_counts(self, revision: Revision) -> Counter[str]:
+        return Counter(self.outcome(revision, s.id).outcome for s in self.matrix.suites)
+
+    @property
+    def errored_at_both(self) -> int:
+        return sum(1 for s in self.matrix.suites
+                   if self.outcome("base", s.id).outcome == self.outcome("head", s.id).outcome == "error")

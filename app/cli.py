@@ -1,0 +1,263 @@
+"""The `prtriage` command line: one small function per subcommand, exit status by the INTERFACES contract.
+
+0 no blocking finding, 1 blocking findings, 2 bad usage or invalid policy, 3 the analysis could not run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import shlex
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import TextIO
+
+from app.analysis.model import Matrix
+from app.analysis.policy import Policy, PolicyError, builtin_policy, load_policy, parse_policy
+from app.analysis.render import render
+from app.capture import capture_matrix
+from app.engine import SANDBOX_HINT, AnalysisError, require_sandbox, run_check
+from app.gitrepo import GitError, cached_tree, github_slug
+from app.sandbox.runner import SandboxUnavailable
+
+EXIT_OK, EXIT_BLOCKING, EXIT_USAGE, EXIT_CANNOT_RUN = 0, 1, 2, 3
+EXIT_STATUS_HELP = ("exit status: 0 no blocking finding, 1 blocking findings, 2 bad usage or invalid policy, "
+                    "3 the analysis could not run")
+REPO_POLICY = ".github/pr-triage.yml"
+
+
+class UsageError(Exception):
+    """Options that do not go together; exit status 2."""
+
+
+@dataclass(frozen=True)
+class Revision:
+    """One side of the analysis: an unpacked tree, and its commit when it came from git."""
+
+    tree: Path
+    sha: str | None
+    label: str  # how the user named it, for messages
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        configure_logging()
+        command: Callable[[argparse.Namespace], int] = args.command
+        return command(args)
+    except (UsageError, PolicyError) as exc:
+        print(f"prtriage: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except SandboxUnavailable as exc:
+        print(f"prtriage: cannot analyse: no sandbox: {exc}; {SANDBOX_HINT}", file=sys.stderr)
+        return EXIT_CANNOT_RUN
+    except (AnalysisError, GitError, OSError) as exc:
+        print(f"prtriage: cannot analyse: {exc}", file=sys.stderr)
+        return EXIT_CANNOT_RUN
+    except KeyboardInterrupt:
+        print("prtriage: interrupted", file=sys.stderr)
+        return EXIT_CANNOT_RUN
+    except Exception as exc:  # a bug must not exit 1, which would read as "blocking findings"
+        traceback.print_exc()
+        print(f"prtriage: cannot analyse: internal error: {exc!r}", file=sys.stderr)
+        return EXIT_CANNOT_RUN
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="prtriage", description="Stops pull requests from silently "
+                                     "breaking a repository's existing CI suites.", epilog=EXIT_STATUS_HELP)
+    parser.add_argument("--version", action="version", version=f"prtriage {_version()}")
+    commands = parser.add_subparsers(title="commands", required=True, metavar="COMMAND")
+    _add_check(commands)
+    _add_matrix(commands)
+    return parser
+
+
+def _version() -> str:
+    try:
+        return metadata.version("prtriage")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _common_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--policy", type=Path, metavar="FILE", help="policy YAML (default: .github/"
+                        "pr-triage.yml of the base revision, else the built-in policy)")
+    parser.add_argument("--allow-unsandboxed", action="store_true", help="run repository code without "
+                        "bubblewrap when it is missing (never with code you do not trust)")
+    parser.add_argument("--cache-dir", type=Path, metavar="DIR", help="cache directory (default: "
+                        "$PRTRIAGE_CACHE_DIR, else $XDG_CACHE_HOME/prtriage, else ~/.cache/prtriage)")
+    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                        help="progress on stderr (default: when stderr is a terminal)")
+
+
+def _add_check(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    check = commands.add_parser(
+        "check", help="which existing CI suites the head newly rejects",
+        description="Replay the CI flag matrix through the base and head revisions' validation code. Give "
+                    "--repo with --base and --head (git), or --base-tree and --head-tree (two unpacked "
+                    "trees, no git: \"base\" and \"head\" are then null in the JSON).",
+        epilog=EXIT_STATUS_HELP)
+    check.add_argument("--repo", type=Path, metavar="PATH", help="git repository (its work tree, index and "
+                       "branches are never touched)")
+    check.add_argument("--base", metavar="REV", help="base revision (with --repo)")
+    check.add_argument("--head", metavar="REV", help="head revision (with --repo)")
+    check.add_argument("--base-tree", type=Path, metavar="DIR", help="base tree (without --repo)")
+    check.add_argument("--head-tree", type=Path, metavar="DIR", help="head tree (without --repo)")
+    check.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    _common_options(check)
+    check.set_defaults(command=check_command)
+
+
+def _add_matrix(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    matrix = commands.add_parser(
+        "matrix", help="the CI suites found at one revision",
+        description="Capture the CI flag matrix of one revision: --repo with --rev, or --tree DIR.")
+    matrix.add_argument("--repo", type=Path, metavar="PATH", help="git repository")
+    matrix.add_argument("--rev", metavar="REV", help="revision (with --repo)")
+    matrix.add_argument("--tree", type=Path, metavar="DIR", help="unpacked tree (without --repo)")
+    matrix.add_argument("--format", choices=("text", "json"), default="text")
+    _common_options(matrix)
+    matrix.set_defaults(command=matrix_command)
+
+
+def check_command(args: argparse.Namespace) -> int:
+    cache_dir = cache_directory(args.cache_dir)
+    base, head = check_revisions(args, cache_dir)
+    policy = resolve_policy(args.policy, base, args.repo)
+    report = run_check(base.tree, head.tree, policy, base_sha=base.sha, head_sha=head.sha,
+                       cache_dir=cache_dir, allow_unsandboxed=args.allow_unsandboxed,
+                       progress=progress_printer(args.progress))
+    sys.stdout.write(render(report, args.format))
+    return EXIT_BLOCKING if report.blocking else EXIT_OK
+
+
+def check_revisions(args: argparse.Namespace, cache_dir: Path) -> tuple[Revision, Revision]:
+    if args.repo is not None:
+        if args.base_tree or args.head_tree or not (args.base and args.head):
+            raise UsageError("check: --repo needs --base and --head, and no --base-tree/--head-tree")
+        return git_revision(args.repo, args.base, cache_dir), git_revision(args.repo, args.head, cache_dir)
+    if args.base or args.head or not (args.base_tree and args.head_tree):
+        raise UsageError("check: give --repo PATH --base REV --head REV, or --base-tree DIR --head-tree DIR")
+    return tree_revision(args.base_tree), tree_revision(args.head_tree)
+
+
+def matrix_command(args: argparse.Namespace) -> int:
+    cache_dir = cache_directory(args.cache_dir)
+    revision = matrix_revision(args, cache_dir)
+    policy = resolve_policy(args.policy, revision, args.repo)
+    require_sandbox(args.allow_unsandboxed)
+    printer = progress_printer(args.progress)
+    on_progress = (lambda done, total, what: printer("capture", done, total, what)) if printer else None
+    matrix, cached = capture_matrix(revision.tree, policy, cache_dir=cache_dir,
+                                    allow_unsandboxed=args.allow_unsandboxed, on_progress=on_progress)
+    if args.format == "json":
+        print(json.dumps({"rev": revision.sha, **matrix.to_json(), "cached": cached}, indent=2))
+    else:
+        sys.stdout.write(matrix_text(matrix, cached))
+    return EXIT_OK
+
+
+def matrix_revision(args: argparse.Namespace, cache_dir: Path) -> Revision:
+    if args.repo is not None:
+        if args.tree or not args.rev:
+            raise UsageError("matrix: --repo needs --rev, and no --tree")
+        return git_revision(args.repo, args.rev, cache_dir)
+    if args.rev or not args.tree:
+        raise UsageError("matrix: give --repo PATH --rev REV, or --tree DIR")
+    return tree_revision(args.tree)
+
+
+def matrix_text(matrix: Matrix, cached: bool) -> str:
+    lines = []
+    for suite in matrix.suites:
+        lines.append(suite.id if suite.id == suite.script else f"{suite.id}  ({suite.script})")
+        lines.append(f"  {shlex.join([suite.entry or '<entry>', *suite.argv])}")
+        if suite.env:
+            lines.append(f"  env: {shlex.join(f'{k}={v}' for k, v in sorted(suite.env.items()))}")
+    lines.append(f"{len(matrix.suites)} suites from {matrix.captured} of {matrix.scripts} CI scripts"
+                 f"{' (from cache)' if cached else ''}; {len(matrix.failed)} failed, "
+                 f"{len(matrix.disabled)} disabled")
+    lines += [f"  failed: {failure.script}: {failure.reason}" for failure in matrix.failed]
+    return "\n".join(lines) + "\n"
+
+
+def git_revision(repo: Path, rev: str, cache_dir: Path) -> Revision:
+    sha, tree = cached_tree(repo.resolve(), rev, cache_dir)
+    return Revision(tree=tree, sha=sha, label=rev)
+
+
+def tree_revision(tree: Path) -> Revision:
+    if not tree.is_dir():
+        raise UsageError(f"{tree}: not a directory")
+    return Revision(tree=tree.resolve(), sha=None, label=str(tree))
+
+
+def resolve_policy(explicit: Path | None, base: Revision, repo: Path | None) -> Policy:
+    """--policy, else the base revision's own policy (the head cannot change the policy that judges it),
+    else the built-in policy of the GitHub repository `origin` names, else the default policy."""
+    if explicit is not None:
+        return load_policy(explicit)
+    own = base.tree / REPO_POLICY
+    if own.is_file() and own.resolve().is_relative_to(base.tree.resolve()):
+        source = f"{base.label}:{REPO_POLICY}" if base.sha else str(own)
+        try:
+            text = own.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise PolicyError(f"{source}: cannot read policy: {exc}") from None
+        return parse_policy(text, source)
+    slug = github_slug(repo) if repo is not None else None
+    return load_policy(builtin_policy(*slug) if slug else builtin_policy())
+
+
+def cache_directory(explicit: Path | None) -> Path:
+    if explicit is not None:
+        return explicit
+    if os.environ.get("PRTRIAGE_CACHE_DIR"):
+        return Path(os.environ["PRTRIAGE_CACHE_DIR"])
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "prtriage"
+
+
+def configure_logging() -> None:
+    name = os.environ.get("PRTRIAGE_LOG_LEVEL", "WARNING").upper()
+    level = logging.getLevelName(name)
+    if not isinstance(level, int):
+        raise UsageError(f"PRTRIAGE_LOG_LEVEL: unknown level {name!r} (DEBUG, INFO, WARNING, ERROR)")
+    logging.basicConfig(level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+
+
+class ProgressPrinter:
+    """'capture 12/80 tests/e2e/...' lines on stderr, at most one per step every half second."""
+
+    def __init__(self, stream: TextIO, interval: float = 0.5) -> None:
+        self._stream, self._interval = stream, interval
+        self._lock = threading.Lock()
+        self._last: dict[str, float] = {}
+
+    def __call__(self, step: str, done: int, total: int, what: str) -> None:
+        now = time.monotonic()
+        with self._lock:
+            if done < total and now - self._last.get(step, -self._interval) < self._interval:
+                return
+            self._last[step] = now
+            self._stream.write(f"{step} {done}/{total} {what}".rstrip() + "\n")
+            self._stream.flush()
+
+
+def progress_printer(wanted: bool | None) -> ProgressPrinter | None:
+    if wanted is False or (wanted is None and not sys.stderr.isatty()):
+        return None
+    return ProgressPrinter(sys.stderr)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

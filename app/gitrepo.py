@@ -1,0 +1,140 @@
+"""Revisions of a local git repository as plain trees, read from its objects only.
+
+Never touches the user's work tree, index, branches or HEAD: trees are exported from a scratch bare
+repository that borrows the user's object store, so that no attribute of the exported tree (export-ignore,
+export-subst, eol conversion, filters) alters what is analysed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import subprocess
+import tarfile
+import tempfile
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+# Highest-precedence attributes: the bytes of the commit, whatever its own .gitattributes say.
+NEUTRAL_ATTRIBUTES = "* -export-ignore -export-subst -text -eol -filter -ident -working-tree-encoding\n"
+HERMETIC = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_TERMINAL_PROMPT": "0"}
+
+
+class GitError(Exception):
+    """A git operation failed; the message says which and why."""
+
+
+def _git(args: list[str], *, cwd: Path | None = None, env: dict[str, str] | None = None) -> str:
+    try:
+        done = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=False)
+    except FileNotFoundError:
+        raise GitError("git is not installed (no `git` on PATH)") from None
+    if done.returncode != 0:
+        raise GitError(done.stderr.strip() or f"git {args[0]} exited with status {done.returncode}")
+    return done.stdout.strip()
+
+
+def resolve(repo: Path, rev: str) -> str:
+    """The full commit sha REV names in REPO."""
+    if not repo.is_dir():
+        raise GitError(f"{repo}: no such directory")
+    try:
+        _git(["rev-parse", "--git-dir"], cwd=repo)
+    except GitError as exc:
+        raise GitError(f"{repo}: not a git repository ({exc})") from None
+    try:
+        return _git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}"], cwd=repo)
+    except GitError:
+        raise GitError(f"{repo}: {rev!r} names no commit (a shallow clone may lack it: fetch it)") from None
+
+
+def object_store(repo: Path) -> Path:
+    common = _git(["rev-parse", "--path-format=absolute", "--git-common-dir"], cwd=repo)
+    return Path(common) / "objects"
+
+
+def export_tree(repo: Path, sha: str, dest: Path) -> Path:
+    """Unpack commit SHA of REPO at DEST (kept when already there); concurrent exports of one sha are safe.
+
+    Written under a temporary name and renamed, so DEST is complete whenever it exists.
+    """
+    if not SHA.fullmatch(sha):
+        raise GitError(f"not a full commit sha: {sha!r}")
+    if dest.is_dir():
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    partial = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".partial", dir=dest.parent))
+    try:
+        _archive_into(repo, sha, partial)
+        partial.chmod(0o755)  # the sandbox reads the tree as an unprivileged uid
+        try:
+            partial.rename(dest)
+        except OSError:
+            if not dest.is_dir():
+                raise
+            shutil.rmtree(partial)  # another run exported the same sha first
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    return dest
+
+
+def cached_tree(repo: Path, rev: str, cache_dir: Path) -> tuple[str, Path]:
+    """Resolve REV and export it under CACHE_DIR/trees/<sha>."""
+    sha = resolve(repo, rev)
+    return sha, export_tree(repo, sha, cache_dir / "trees" / sha)
+
+
+def _archive_into(repo: Path, sha: str, dest: Path) -> None:
+    with tempfile.TemporaryDirectory(prefix="prtriage-git-") as scratch_dir:
+        scratch = Path(scratch_dir) / "scratch.git"
+        env = {**os.environ, **HERMETIC}
+        _git(["init", "--quiet", "--bare", "--template=", str(scratch)], env=env)
+        (scratch / "objects" / "info").mkdir(parents=True, exist_ok=True)
+        (scratch / "objects" / "info" / "alternates").write_text(f"{object_store(repo)}\n")
+        (scratch / "info").mkdir(exist_ok=True)
+        (scratch / "info" / "attributes").write_text(NEUTRAL_ATTRIBUTES)
+        _stream_archive(scratch, sha, dest, {**env, "GIT_DIR": str(scratch)})
+
+
+def _stream_archive(scratch: Path, sha: str, dest: Path, env: dict[str, str]) -> None:
+    with tempfile.TemporaryFile() as errors:
+        process = subprocess.Popen(["git", "archive", "--format=tar", sha], cwd=scratch, env=env,
+                                   stdout=subprocess.PIPE, stderr=errors)
+        assert process.stdout is not None
+        try:
+            with tarfile.open(fileobj=process.stdout, mode="r|") as archive:
+                archive.extractall(dest, filter=_safe_member)
+        except tarfile.TarError as exc:
+            process.kill()
+            raise GitError(f"git archive {sha}: unreadable archive: {exc}") from None
+        finally:
+            process.stdout.close()
+            status = process.wait()
+        if status != 0:
+            errors.seek(0)
+            reason = errors.read().decode("utf-8", "replace").strip()
+            raise GitError(f"git archive {sha} failed: {reason or f'status {status}'}")
+
+
+def _safe_member(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
+    """The "data" filter, except that a link out of the tree or a device is left out, not fatal."""
+    try:
+        return tarfile.data_filter(member, dest)
+    except tarfile.FilterError as exc:
+        log.info("left out of the exported tree: %s", exc)
+        return None
+
+
+def github_slug(repo: Path) -> tuple[str, str] | None:
+    """(owner, name) of the GitHub repository `origin` points at, if it does."""
+    try:
+        url = _git(["remote", "get-url", "origin"], cwd=repo)
+    except GitError:
+        return None
+    match = re.search(r"github\.com[:/]([\w.-]+)/([\w.-]+?)(?:\.git)?/?$", url)
+    return (match.group(1), match.group(2)) if match else None

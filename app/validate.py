@@ -1,0 +1,130 @@
+"""Host side of validation: run the validate harness on one revision's tree and collect a result per suite.
+
+A suite the harness never reported is an `error` carrying the run's reason: never `accepted`.
+"""
+
+from __future__ import annotations
+
+import ast
+import logging
+import os
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from app.analysis.diff import TreeDiff
+from app.analysis.model import Outcome, Suite, SuiteResult
+from app.analysis.policy import Policy, path_matches
+from app.sandbox.runner import SandboxRun, SandboxSpec, run_harness
+
+log = logging.getLogger(__name__)
+
+OnProgress = Callable[[int, int, str], None]
+REASON_TAIL = 800
+
+
+def validate_revision(tree: Path, policy: Policy, suites: Iterable[Suite], *, trace: Mapping[str, list[int]],
+                      allow_unsandboxed: bool,
+                      on_progress: OnProgress | None = None) -> tuple[dict[str, SuiteResult], bool]:
+    """Every suite's result at this revision, and whether the harness ran sandboxed."""
+    suites = list(suites)
+    job = {"policy": policy.model_dump(mode="json", by_alias=True), "workers": os.cpu_count() or 1,
+           "suites": [s.to_json() for s in suites], "trace": {p: sorted(ls) for p, ls in trace.items()}}
+    spec = SandboxSpec(program="validate.py", repo_dir=tree, job=job, limits=policy.harness.limits,
+                       allow_unsandboxed=allow_unsandboxed)
+    run = run_harness(spec, on_message=_relay_progress(on_progress))
+    return collect_results(suites, run.messages, stopped_reason(run)), run.sandboxed
+
+
+def _relay_progress(on_progress: OnProgress | None) -> Callable[[dict[str, Any]], None] | None:
+    if on_progress is None:
+        return None
+
+    def relay(message: dict[str, Any]) -> None:
+        if message.get("type") == "progress":
+            try:
+                on_progress(int(message["done"]), int(message["total"]), str(message.get("what", "")))
+            except (KeyError, TypeError, ValueError):
+                log.debug("malformed progress message: %r", message)
+
+    return relay
+
+
+def collect_results(suites: list[Suite], messages: Iterable[dict[str, Any]],
+                    reason: str) -> dict[str, SuiteResult]:
+    """The first well-formed report of each requested suite; the rest are errors with `reason`."""
+    wanted = {s.id for s in suites}
+    results: dict[str, SuiteResult] = {}
+    for message in messages:
+        if message.get("type") != "suite":
+            continue
+        result = _parse_suite(message)
+        if result is not None and result.suite_id in wanted:
+            results.setdefault(result.suite_id, result)
+    missing = Outcome("error", message=reason)
+    return {s.id: results.get(s.id) or SuiteResult(s.id, missing) for s in suites}
+
+
+def _parse_suite(message: dict[str, Any]) -> SuiteResult | None:
+    try:
+        return SuiteResult.from_json({k: v for k, v in message.items() if k != "type"})
+    except (KeyError, TypeError, ValueError, AttributeError):
+        log.warning("ignored a malformed suite result: %.200r", message)
+        return None
+
+
+def stopped_reason(run: SandboxRun) -> str:
+    """Why the harness stopped before reporting a suite: its fatal message, how it ended, its stderr."""
+    parts = [f"the harness gave up: {m.get('reason')}" for m in run.messages if m.get("type") == "fatal"][:1]
+    if run.ended:
+        parts.append(f"the validation run ended: {run.ended}")
+    if run.stderr_tail:
+        parts.append(f"stderr: {run.stderr_tail.strip()[-REASON_TAIL:]}")
+    return "; ".join(parts) or f"the harness never reported this suite (exit status {run.returncode})"
+
+
+def trace_lines(diff: TreeDiff, policy: Policy, head_sources: Mapping[str, str]) -> dict[str, list[int]]:
+    """The changed statements of validation code that a suite can run, by their first head line.
+
+    Blank lines, comments, docstrings and module-level code (it runs once, at import) are never reported
+    as hit by a suite, so they are not traced: they would all look unexercised.
+    """
+    trace: dict[str, list[int]] = {}
+    for path in diff.changed_paths:
+        source = head_sources.get(path)
+        if source is None or not path.endswith(".py") \
+                or not any(path_matches(path, g) for g in policy.validation.paths):
+            continue
+        owners = statement_starts(source, path)
+        changed = diff.changed_lines(path)
+        lines = sorted(changed) if owners is None else sorted({owners[n] for n in changed if n in owners})
+        if lines:
+            trace[path] = lines
+    return trace
+
+
+def statement_starts(source: str, path: str) -> dict[int, int] | None:
+    """Each code line of a function body -> the first line of the innermost statement holding it.
+
+    None when the source does not parse. Parsing runs none of the code: safe on untrusted source.
+    """
+    try:
+        module = ast.parse(source, path)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    functions = [n for n in ast.walk(module) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+    spans = {(s.lineno, s.end_lineno or s.lineno) for function in functions for top in function.body
+             for s in ast.walk(top) if isinstance(s, ast.stmt) and not _is_constant(s)}
+    text = source.splitlines()
+    owners: dict[int, int] = {}
+    for first, last in sorted(spans, key=lambda span: span[0] - span[1]):  # widest first: innermost wins
+        for line in range(first, last + 1):
+            code = text[line - 1].strip() if line <= len(text) else ""
+            if code and not code.startswith("#"):
+                owners[line] = first
+    return owners
+
+
+def _is_constant(statement: ast.stmt) -> bool:
+    """A docstring or a bare constant: compiled to nothing, never reported as run."""
+    return isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant)
