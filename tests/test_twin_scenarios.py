@@ -1,0 +1,222 @@
+"""Each pull request of the miles twin through the real `prtriage check` in the real sandbox.
+
+One CLI run per variant (cached for the module), many assertions on its JSON report: exact suite ids,
+kinds, severities, the path and line of the new code, and the exit status.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from twin import base_branch, line_of
+from twin.cli import MILES_POLICY, prtriage
+from twin.expected import (
+    ALL_SUITES,
+    ASYNC_REFACTOR,
+    ASYNC_ROUTER,
+    LORA_COLOCATE_SUITES,
+    SCRIPTS,
+    SHORT_FSDP,
+    SHORT_GSM8K,
+)
+from twin.variants import (
+    ARGUMENTS,
+    ATTRIBUTE_READ,
+    ENV_ASSERT,
+    INCIDENT_ASSERT,
+    REMOVED_FLAG,
+    UNREACHED_ASSERT,
+)
+
+Report = dict[str, Any]
+Checker = Callable[[str], tuple[int, Report]]
+REPORT_KEYS = {"base", "head", "validation_changed", "suites", "findings", "capture", "timing"}
+SUITE_KEYS = {"id", "script", "argv", "base", "head"}
+FINDING_KEYS = {"kind", "severity", "scripts", "suites", "path", "line", "in_diff", "message"}
+NOISE_OPEN = 'with open(os.path.join(args.hf_checkpoint, "generation_config.json")) as f:'
+
+
+@pytest.fixture(scope="module")
+def check(miles_repo: Path, prtriage_cache: Path) -> Checker:
+    """`check(variant)` -> (exit status, JSON report) of `prtriage check` from its base to its head."""
+    done: dict[str, tuple[int, Report]] = {}
+
+    def run(variant: str) -> tuple[int, Report]:
+        if variant not in done:
+            result = prtriage("check", "--repo", str(miles_repo), "--base", base_branch(variant), "--head",
+                              variant, "--policy", str(MILES_POLICY), "--format", "json",
+                              cache_dir=prtriage_cache)
+            assert result.returncode in (0, 1), result.describe()
+            done[variant] = (result.returncode, result.json())
+        return done[variant]
+
+    return run
+
+
+def sha(repo: Path, rev: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), "rev-parse", rev], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def assert_contract(report: Report, repo: Path, variant: str) -> None:
+    assert set(report) >= REPORT_KEYS
+    assert (report["base"], report["head"]) == (sha(repo, base_branch(variant)), sha(repo, variant))
+    assert report["validation_changed"] is True
+    assert all(set(suite) >= SUITE_KEYS for suite in report["suites"])
+    assert all(set(finding) == FINDING_KEYS for finding in report["findings"])
+
+
+def assert_full_capture(report: Report) -> None:
+    capture = report["capture"]
+    assert (capture["scripts"], capture["captured"], capture["failed"]) == (len(SCRIPTS), len(SCRIPTS), [])
+    assert sorted(suite["id"] for suite in report["suites"]) == sorted(ALL_SUITES)
+
+
+def outcomes(report: Report, side: str) -> dict[str, dict[str, Any]]:
+    return {suite["id"]: suite[side] for suite in report["suites"]}
+
+
+def by_severity(report: Report, severity: str) -> list[dict[str, Any]]:
+    return [finding for finding in report["findings"] if finding["severity"] == severity]
+
+
+def scripts_of(suites: tuple[str, ...] | list[str]) -> list[str]:
+    return sorted({suite.split("#")[0] for suite in suites})
+
+
+def test_incident_blocks_exactly_the_five_lora_colocate_suites(check: Checker, miles_repo: Path) -> None:
+    status, report = check("incident")
+    assert status == 1
+    assert_contract(report, miles_repo, "incident")
+    assert_full_capture(report)
+    line = line_of(miles_repo, "incident", ARGUMENTS, INCIDENT_ASSERT)
+    [finding] = report["findings"]
+    assert (finding["kind"], finding["severity"]) == ("new_rejection", "blocking")
+    assert finding["suites"] == sorted(LORA_COLOCATE_SUITES)
+    assert finding["scripts"] == scripts_of(LORA_COLOCATE_SUITES)
+    assert (finding["path"], finding["line"], finding["in_diff"]) == (ARGUMENTS, line, True)
+    assert "--disable-weights-backuper" in finding["message"]
+    # the five are exactly the suites that pass LoRA, --colocate and --disable-weights-backuper
+    combo = {"--colocate", "--disable-weights-backuper", "--lora-rank"}
+    passing = sorted(suite["id"] for suite in report["suites"] if combo <= set(suite["argv"]))
+    assert passing == sorted(LORA_COLOCATE_SUITES)
+    base, head = outcomes(report, "base"), outcomes(report, "head")
+    assert {suite: base[suite]["outcome"] for suite in ALL_SUITES} == dict.fromkeys(ALL_SUITES, "accepted")
+    for suite in ALL_SUITES:
+        if suite in LORA_COLOCATE_SUITES:
+            assert (head[suite]["outcome"], head[suite]["exception"]) == ("rejected", "AssertionError")
+            assert (head[suite]["path"], head[suite]["line"]) == (ARGUMENTS, line)
+        else:
+            assert head[suite]["outcome"] == "accepted", suite
+
+
+def test_revert_reports_the_suites_it_fixes_and_passes(check: Checker, miles_repo: Path) -> None:
+    status, report = check("revert")
+    assert status == 0
+    assert_contract(report, miles_repo, "revert")
+    assert_full_capture(report)
+    [finding] = report["findings"]
+    assert (finding["kind"], finding["severity"]) == ("fixed", "info")
+    assert finding["suites"] == sorted(LORA_COLOCATE_SUITES)
+    assert finding["scripts"] == scripts_of(LORA_COLOCATE_SUITES)
+    base_line = line_of(miles_repo, "incident", ARGUMENTS, INCIDENT_ASSERT)
+    assert f"{ARGUMENTS}:{base_line}" in finding["message"]
+    assert all(outcome["outcome"] == "accepted" for outcome in outcomes(report, "head").values())
+
+
+def test_removed_flag_blocks_the_suite_that_still_passes_it(check: Checker, miles_repo: Path) -> None:
+    status, report = check("removed_flag")
+    assert status == 1
+    assert_contract(report, miles_repo, "removed_flag")
+    assert_full_capture(report)
+    [finding] = report["findings"]
+    assert (finding["kind"], finding["severity"]) == ("removed_flag", "blocking")
+    assert (finding["suites"], finding["scripts"]) == ([SHORT_GSM8K], [SHORT_GSM8K])
+    assert REMOVED_FLAG in finding["message"]
+    passing = [suite["id"] for suite in report["suites"] if REMOVED_FLAG in suite["argv"]]
+    assert passing == [SHORT_GSM8K]
+
+
+def test_reading_an_undefined_option_blocks_every_suite_at_the_read(check: Checker, miles_repo: Path) -> None:
+    status, report = check("attribute_error")
+    assert status == 1
+    assert_contract(report, miles_repo, "attribute_error")
+    assert_full_capture(report)
+    line = line_of(miles_repo, "attribute_error", ARGUMENTS, ATTRIBUTE_READ)
+    [finding] = by_severity(report, "blocking")
+    assert finding["kind"] == "new_rejection"
+    assert (finding["suites"], finding["scripts"]) == (sorted(ALL_SUITES), sorted(SCRIPTS))
+    assert (finding["path"], finding["line"], finding["in_diff"]) == (ARGUMENTS, line, True)
+    assert "no_such_option" in finding["message"]
+    assert by_severity(report, "warning") == []
+    # the guarded body can only be reported as unreached, never as a finding of its own
+    for info in by_severity(report, "info"):
+        assert (info["kind"], info["path"], info["line"]) == ("not_exercised", ARGUMENTS, line + 1)
+
+
+def test_an_assert_no_suite_reaches_is_not_exercised(check: Checker, miles_repo: Path) -> None:
+    status, report = check("unexercised")
+    assert status == 0
+    assert_contract(report, miles_repo, "unexercised")
+    assert_full_capture(report)
+    [finding] = report["findings"]
+    assert (finding["kind"], finding["severity"]) == ("not_exercised", "info")
+    line = line_of(miles_repo, "unexercised", ARGUMENTS, UNREACHED_ASSERT)
+    assert (finding["path"], finding["line"], finding["in_diff"]) == (ARGUMENTS, line, True)
+    assert all(suite["head"]["outcome"] == "accepted" for suite in report["suites"])
+
+
+def test_record_mode_isolates_the_incident_under_harness_noise(check: Checker, miles_repo: Path) -> None:
+    status, report = check("harness_noise")
+    assert status == 1
+    assert_contract(report, miles_repo, "harness_noise")
+    assert_full_capture(report)
+    # the noise: both revisions reject every suite early, at the same unchanged line
+    noise = line_of(miles_repo, "harness_noise", ARGUMENTS, NOISE_OPEN)
+    assert noise == line_of(miles_repo, "harness_noise-base", ARGUMENTS, NOISE_OPEN)
+    for side in ("base", "head"):
+        for suite, outcome in outcomes(report, side).items():
+            ended = (outcome["outcome"], outcome["exception"])
+            assert ended == ("rejected", "FileNotFoundError"), (side, suite)
+            assert (outcome["path"], outcome["line"]) == (ARGUMENTS, noise), (side, suite)
+    # only the new assert is reported; the asserts the noise trips at both revisions are not
+    [finding] = report["findings"]
+    assert (finding["kind"], finding["severity"]) == ("new_rejection", "blocking")
+    assert finding["suites"] == sorted(LORA_COLOCATE_SUITES)
+    line = line_of(miles_repo, "harness_noise", ARGUMENTS, INCIDENT_ASSERT)
+    assert (finding["path"], finding["line"], finding["in_diff"]) == (ARGUMENTS, line, True)
+
+
+def test_a_script_failing_before_its_launch_is_reported_not_dropped(check: Checker, miles_repo: Path) -> None:
+    status, report = check("capture_failure")
+    assert status == 0
+    assert_contract(report, miles_repo, "capture_failure")
+    capture = report["capture"]
+    assert (capture["scripts"], capture["captured"]) == (len(SCRIPTS), len(SCRIPTS) - 1)
+    [failure] = capture["failed"]
+    assert failure["script"] == SHORT_FSDP
+    assert "MILES_CI_SEED" in failure["reason"]
+    assert sorted(s["id"] for s in report["suites"]) == sorted(set(ALL_SUITES) - {SHORT_FSDP})
+    [finding] = report["findings"]
+    assert (finding["kind"], finding["severity"], finding["scripts"]) == ("capture_failed", "warning",
+                                                                           [SHORT_FSDP])
+
+
+def test_an_env_flag_read_at_import_breaks_only_the_suite_with_it(check: Checker, miles_repo: Path) -> None:
+    status, report = check("env_sensitive")
+    assert status == 1
+    assert_contract(report, miles_repo, "env_sensitive")
+    assert_full_capture(report)
+    [finding] = report["findings"]
+    assert (finding["kind"], finding["severity"]) == ("new_rejection", "blocking")
+    assert (finding["suites"], finding["scripts"]) == ([ASYNC_REFACTOR], [ASYNC_REFACTOR])
+    line = line_of(miles_repo, "env_sensitive", ARGUMENTS, ENV_ASSERT)
+    assert (finding["path"], finding["line"], finding["in_diff"]) == (ARGUMENTS, line, True)
+    # the router suite passes --partial-rollout too, without the variable: still accepted
+    argv = {suite["id"]: suite["argv"] for suite in report["suites"]}
+    assert "--partial-rollout" in argv[ASYNC_ROUTER] and "--partial-rollout" in argv[ASYNC_REFACTOR]
+    assert outcomes(report, "head")[ASYNC_ROUTER]["outcome"] == "accepted"
