@@ -1,0 +1,1 @@
+"""Persistence: SQLAlchemy models, engine and sessions, migrations, and the queries the service runs."""

@@ -1,0 +1,28 @@
+"""Opaque keyset-pagination cursors: the sort key and id of the last row a page showed."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from datetime import datetime
+
+
+class InvalidCursor(ValueError):
+    """A cursor this service did not make (or a damaged one); the route answers 400."""
+
+
+def encode_cursor(at: datetime, row_id: int) -> str:
+    raw = f"{at.isoformat()}|{row_id}".encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, int]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        at_text, id_text = raw.split("|")
+        at, row_id = datetime.fromisoformat(at_text), int(id_text)
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        raise InvalidCursor(f"not a cursor: {cursor[:40]!r}") from None
+    if at.tzinfo is None:
+        raise InvalidCursor(f"not a cursor: {cursor[:40]!r}")
+    return at, row_id

@@ -1,0 +1,68 @@
+"""Every data function the service calls, in one place; each takes a Session and keyword-only arguments.
+
+The functions live in small modules by concern; import them from here. None commits: the caller's
+`session_scope` decides the transaction.
+"""
+
+from __future__ import annotations
+
+from app.store.cursor import InvalidCursor
+from app.store.deliveries import get_delivery, mark_delivery, record_delivery
+from app.store.repos import get_pull_request, upsert_installation, upsert_pull_request, upsert_repository
+from app.store.run_views import list_runs, run_with_suites
+from app.store.runs import (
+    StartedRun,
+    acknowledge_findings,
+    fail_run,
+    finish_run,
+    is_current,
+    latest_run,
+    mark_running,
+    run_for_check_run,
+    start_run,
+)
+from app.store.window_views import list_windows, window_ages, window_with_events, windows_over_time
+from app.store.windows import (
+    add_window_event,
+    awaited_references,
+    close_window,
+    open_window,
+    resolve_reference,
+    upsert_reference,
+    windows_awaiting,
+    windows_of_pull_request,
+)
+
+__all__ = [
+    "InvalidCursor",
+    "StartedRun",
+    "acknowledge_findings",
+    "add_window_event",
+    "awaited_references",
+    "close_window",
+    "fail_run",
+    "finish_run",
+    "get_delivery",
+    "get_pull_request",
+    "is_current",
+    "latest_run",
+    "list_runs",
+    "list_windows",
+    "mark_delivery",
+    "mark_running",
+    "open_window",
+    "record_delivery",
+    "resolve_reference",
+    "run_for_check_run",
+    "run_with_suites",
+    "start_run",
+    "upsert_installation",
+    "upsert_pull_request",
+    "upsert_reference",
+    "upsert_repository",
+    "window_ages",
+    "window_with_events",
+    "windows_awaiting",
+    "windows_of_pull_request",
+    "windows_over_time",
+]

@@ -1,0 +1,81 @@
+"""The dashboard's reads of triage runs: recent runs with their findings, and one run suite by suite."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from sqlalchemy import Select, select
+from sqlalchemy.orm import Session
+
+from app.store.models import Finding, PullRequest, Repository, SuiteOutcome, TriageRun
+from app.store.pages import after, next_cursor, page_size, repository_ids
+from app.store.shapes import FindingView, RunDetail, RunView, SuiteView
+from app.store.window_views import pull_request_view
+
+
+def list_runs(session: Session, *, repo: str | None = None, pr: int | None = None, cursor: str | None = None,
+              limit: int = 50) -> tuple[list[RunView], str | None]:
+    """Triage runs newest first, with their findings, and the cursor of the next page (None on the last)."""
+    size = page_size(limit)
+    query = _runs_query()
+    if repo is not None:
+        query = query.where(PullRequest.repository_id.in_(repository_ids(repo)))
+    if pr is not None:
+        query = query.where(PullRequest.number == pr)
+    if cursor is not None:
+        query = query.where(after(TriageRun.created_at, TriageRun.id, cursor, descending=True))
+    newest_first = (TriageRun.created_at.desc(), TriageRun.id.desc())
+    rows = session.execute(query.order_by(*newest_first).limit(size + 1)).all()
+    page = rows[:size]
+    findings = _findings(session, [run.id for run, _, _ in page])
+    items = [_run_view(run, pull, name, findings[run.id]) for run, pull, name in page]
+    last = page[-1][0] if page else None
+    return items, next_cursor(rows, size, last.created_at, last.id) if last else None
+
+
+def run_with_suites(session: Session, *, run_id: int) -> RunDetail | None:
+    """One run as in the list, plus its report summary, timing and every suite's base and head outcome."""
+    row = session.execute(_runs_query().where(TriageRun.id == run_id)).first()
+    if row is None:
+        return None
+    run, pull, name = row
+    suites = session.scalars(select(SuiteOutcome).where(SuiteOutcome.run_id == run_id)
+                             .order_by(SuiteOutcome.id))
+    view = _run_view(run, pull, name, _findings(session, [run_id])[run_id])
+    return RunDetail(**view, summary=run.summary, timing=run.timing, suites=[_suite_view(s) for s in suites])
+
+
+def _runs_query() -> Select[TriageRun, PullRequest, str]:
+    return (select(TriageRun, PullRequest, Repository.full_name)
+            .join(PullRequest, PullRequest.id == TriageRun.pull_request_id)
+            .join(Repository, Repository.id == PullRequest.repository_id))
+
+
+def _run_view(run: TriageRun, pr: PullRequest, repo: str, findings: list[FindingView]) -> RunView:
+    return {"id": run.id, "repo": repo, "pr": pull_request_view(pr), "head_sha": run.head_sha,
+            "base_sha": run.base_sha, "status": run.status, "conclusion": run.conclusion,
+            "check_run_id": run.check_run_id, "superseded_by": run.superseded_by, "error": run.error,
+            "created_at": run.created_at, "started_at": run.started_at, "finished_at": run.finished_at,
+            "findings": findings}
+
+
+def _findings(session: Session, run_ids: list[int]) -> defaultdict[int, list[FindingView]]:
+    """The findings of each run, in one query for the whole page."""
+    found: defaultdict[int, list[FindingView]] = defaultdict(list)
+    if run_ids:
+        query = select(Finding).where(Finding.run_id.in_(run_ids)).order_by(Finding.id)
+        for finding in session.scalars(query):
+            found[finding.run_id].append(_finding_view(finding))
+    return found
+
+
+def _finding_view(finding: Finding) -> FindingView:
+    return {"id": finding.id, "kind": finding.kind, "severity": finding.severity, "path": finding.path,
+            "line": finding.line, "in_diff": finding.in_diff, "message": finding.message,
+            "suites": finding.suites, "scripts": finding.scripts, "acknowledged_by": finding.acknowledged_by,
+            "ack_reason": finding.ack_reason, "acknowledged_at": finding.acknowledged_at}
+
+
+def _suite_view(suite: SuiteOutcome) -> SuiteView:
+    return {"id": suite.suite_id, "script": suite.script, "argv": suite.argv, "base": suite.base,
+            "head": suite.head}

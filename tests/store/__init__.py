@@ -1,0 +1,1 @@
+"""Tests of the persistence room (app/store, migrations) against SQLite and PostgreSQL."""

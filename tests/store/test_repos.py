@@ -1,0 +1,103 @@
+"""Installations, repositories and pull requests are upserted by GitHub's keys, atomically and in order."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import Engine, func, select
+from sqlalchemy.orm import Session
+
+from app.store.models import PullRequest, Repository
+from app.store.queries import get_pull_request, upsert_installation, upsert_pull_request, upsert_repository
+from app.store.session import session_scope
+
+T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+
+
+def pull(session: Session, repository_id: int, **changes: object) -> PullRequest:
+    fields: dict[str, object] = {
+        "repository_id": repository_id, "number": 2204, "title": "Add the fail-fast", "author": "octocat",
+        "url": "https://github.com/acme/widgets/pull/2204", "head_sha": "a" * 40, "base_sha": "b" * 40,
+        "base_ref": "main", "state": "open"} | changes
+    return upsert_pull_request(session, **fields)  # type: ignore[arg-type]
+
+
+def widgets(session: Session) -> Repository:
+    upsert_installation(session, installation_id=1, account_login="acme")
+    return upsert_repository(session, repository_id=7, full_name="acme/widgets", private=False,
+                             installation_id=1)
+
+
+def test_installation_state_changes_are_dated(session: Session) -> None:
+    created = upsert_installation(session, installation_id=28513985, account_login="acme",
+                                  account_type="Organization")
+    first_change = created.state_changed_at
+    again = upsert_installation(session, installation_id=28513985, account_login="acme-renamed")
+    assert again is created and again.account_login == "acme-renamed"
+    assert again.state_changed_at == first_change  # same state: the date stays
+    suspended = upsert_installation(session, installation_id=28513985, account_login="acme-renamed",
+                                    state="suspended")
+    assert suspended.state == "suspended"
+    assert first_change is not None and suspended.state_changed_at is not None
+    assert suspended.state_changed_at >= first_change
+
+
+def test_repository_upsert_follows_renames_and_removal(session: Session) -> None:
+    upsert_installation(session, installation_id=1, account_login="acme")
+    repository = upsert_repository(session, repository_id=1296269, full_name="acme/widgets", private=True,
+                                   installation_id=1)
+    created_at = repository.created_at
+    renamed = upsert_repository(session, repository_id=1296269, full_name="acme/gadgets", private=True,
+                                installation_id=1, removed=True)
+    assert (renamed.full_name, renamed.created_at) == ("acme/gadgets", created_at)
+    assert renamed.removed_at is not None
+
+
+def test_pull_request_upsert_keeps_one_row_and_hashes_the_body(session: Session) -> None:
+    repo = widgets(session)
+    opened = pull(session, repo.id, body="#2205 will add the fail-fast")
+    pushed = pull(session, repo.id, head_sha="c" * 40, body="#2205 will add the fail-fast")
+    assert pushed.id == opened.id and pushed.head_sha == "c" * 40
+    assert pushed.body_sha256 == hashlib.sha256(b"#2205 will add the fail-fast").hexdigest()
+    assert pull(session, repo.id, body=None).body_sha256 is None
+    assert session.scalar(select(func.count()).select_from(PullRequest)) == 1
+    assert get_pull_request(session, repo="acme/widgets", number=2204) is pushed
+    assert get_pull_request(session, repo="acme/widgets", number=1) is None
+
+
+def test_merge_commit_is_kept_only_for_a_merged_pr(session: Session) -> None:
+    repo = widgets(session)
+    assert pull(session, repo.id, merge_commit_sha="d" * 40).merge_commit_sha is None  # GitHub sets it early
+    merged = pull(session, repo.id, state="closed", merged_at=T0, merge_commit_sha="d" * 40)
+    assert (merged.merged_at, merged.merge_commit_sha) == (T0, "d" * 40)
+
+
+def test_an_older_description_does_not_overwrite_a_newer_one(session: Session) -> None:
+    """Webhooks arrive out of order: GitHub's updated_at decides."""
+    repo = widgets(session)
+    pull(session, repo.id, head_sha="new" + "0" * 37, github_updated_at=T0 + timedelta(minutes=5))
+    stale = pull(session, repo.id, head_sha="old" + "0" * 37, github_updated_at=T0)
+    assert stale.head_sha == "new" + "0" * 37
+    newer = pull(session, repo.id, head_sha="newest" + "0" * 34, github_updated_at=T0 + timedelta(minutes=6))
+    assert newer.head_sha == "newest" + "0" * 34
+
+
+def test_concurrent_upserts_of_one_pull_request_make_one_row(db: Engine) -> None:
+    with session_scope(db) as session:
+        widgets(session)
+    workers = 6
+    start = threading.Barrier(workers)
+
+    def upsert(n: int) -> int:
+        start.wait(10)
+        with session_scope(db) as session:
+            return pull(session, 7, title=f"title {n}").id
+
+    with ThreadPoolExecutor(workers) as pool:
+        ids = set(pool.map(upsert, range(workers)))
+    assert len(ids) == 1
+    with session_scope(db, read_only=True) as session:
+        assert session.scalar(select(func.count()).select_from(PullRequest)) == 1

@@ -1,0 +1,64 @@
+"""The dashboard's run list: newest first with findings, filters by repository and PR, keyset pages."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy.orm import Session
+
+from app.analysis.model import Finding
+from app.store.models import TriageRun
+from app.store.queries import finish_run, list_runs, run_with_suites, start_run
+
+from .factories import Factory
+
+T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+BLOCKING = Finding(kind="new_rejection", severity="blocking", message="rejects 5 suites", suites=("lora",))
+
+
+def run_at(session: Session, make: Factory, number: int, minutes: int,
+           repo: str = "acme/widgets") -> TriageRun:
+    pr = make.pull_request(session, number, repo=repo)
+    run = start_run(session, pr=pr, head_sha=f"{minutes:040d}", base_sha="b" * 40).run
+    run.created_at = T0 + timedelta(minutes=minutes)  # distinct, known times
+    return run
+
+
+def test_runs_newest_first_with_their_findings(session: Session, make: Factory) -> None:
+    old = run_at(session, make, 1, 0)
+    new = run_at(session, make, 2, 10)
+    finish_run(session, run_id=old.id, conclusion="failure", summary={}, suites=[],
+               findings=[BLOCKING.to_json()])
+    items, cursor = list_runs(session)
+    assert cursor is None
+    assert [i["id"] for i in items] == [new.id, old.id]
+    assert items[0]["findings"] == []
+    assert [f["message"] for f in items[1]["findings"]] == ["rejects 5 suites"]
+    assert items[1]["pr"]["number"] == 1 and items[1]["repo"] == "acme/widgets"
+    detail = run_with_suites(session, run_id=old.id)
+    assert detail is not None and set(detail) == {*items[1], "summary", "timing", "suites"}
+    assert run_with_suites(session, run_id=new.id + 1000) is None
+
+
+def test_filters_by_repository_and_pull_request(session: Session, make: Factory) -> None:
+    first = run_at(session, make, 1, 0)
+    second = run_at(session, make, 1, 5)  # supersedes the first
+    other_pr = run_at(session, make, 2, 10)
+    other_repo = run_at(session, make, 1, 15, repo="acme/gadgets")
+    assert [i["id"] for i in list_runs(session, repo="acme/widgets")[0]] == [other_pr.id, second.id, first.id]
+    assert [i["id"] for i in list_runs(session, repo="acme/widgets", pr=1)[0]] == [second.id, first.id]
+    assert [i["id"] for i in list_runs(session, repo="ACME/gadgets")[0]] == [other_repo.id]
+    assert list_runs(session, repo="acme/widgets", pr=1)[0][1]["status"] == "superseded"
+
+
+def test_run_pages_are_stable(session: Session, make: Factory) -> None:
+    runs = [run_at(session, make, n, n // 2) for n in range(11)]  # pairs share a creation time
+    expected = [r.id for r in sorted(runs, key=lambda r: (r.created_at, r.id), reverse=True)]
+    seen: list[int] = []
+    cursor: str | None = None
+    while True:
+        items, cursor = list_runs(session, cursor=cursor, limit=4)
+        seen += [i["id"] for i in items]
+        if cursor is None:
+            break
+    assert seen == expected
