@@ -1,0 +1,166 @@
+"""One installation's view of the REST API: questions in, plain data out (see models.py)."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import logging
+import re
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import quote
+
+from app.github.auth import GitHubApp
+from app.github.errors import GitHubError, NotFound
+from app.github.models import CommentInfo, CommitInfo, IssueInfo, PullInfo, RateLimit
+from app.github.rest import ACCEPT, API_VERSION, USER_AGENT, InstallationAuth, Rest, repo_path
+
+log = logging.getLogger(__name__)
+
+_WHITESPACE = re.compile(r"\s+")
+
+
+def decode_content(content: str) -> bytes:
+    """The bytes of a contents-API `content`: base64 in lines. GitHub's own examples also show the two
+    characters `\\` `n` between lines; a backslash is never base64, so both kinds of break are dropped."""
+    text = _WHITESPACE.sub("", content.replace("\\n", ""))
+    try:
+        return base64.b64decode(text, validate=True)
+    except binascii.Error as exc:
+        raise ValueError(f"contents API answer is not base64: {exc}") from None
+
+
+class GitHubClient:
+    """The REST calls of one installation; every method is one question, answered in plain data.
+
+    Errors: GitHubError (NotFound for 404/410) once the App's retry policy gives up. A token GitHub
+    refuses (401) is dropped from the cache and the call made once more with a fresh one.
+    """
+
+    def __init__(self, app: GitHubApp, installation_id: int) -> None:
+        self.app = app
+        self.installation_id = installation_id
+        self.policy = app.policy
+        self._rest = Rest(app.api_url, InstallationAuth(self._token), app.policy, timeout=app.timeout)
+
+    def __repr__(self) -> str:
+        return f"GitHubClient(installation_id={self.installation_id}, api_url={self.app.api_url!r})"
+
+    def _token(self) -> str:
+        return self.app.installation_token(self.installation_id)
+
+    def _call(self, operation: str, verb: str, url: str, *, params: Mapping[str, Any] | None = None,
+              body: Mapping[str, Any] | None = None) -> Any:
+        self._token()  # mint outside the attempt, so a failed mint is not counted as this operation's call
+        try:
+            return self._rest.request(operation, verb, url, params=params, body=body)[1]
+        except GitHubError as exc:
+            if exc.status != 401:
+                raise
+            self.app.tokens.forget(self.installation_id)
+            return self._rest.request(operation, verb, url, params=params, body=body)[1]
+
+    def _list(self, operation: str, url: str) -> list[Any]:
+        self._token()
+        return list(self._rest.paginate(operation, url))
+
+    # Pull requests
+
+    def get_pull(self, owner: str, repo: str, number: int) -> PullInfo:
+        pull = self._call("pulls/get", "GET", f"{repo_path(owner, repo)}/pulls/{int(number)}")
+        return PullInfo.from_api(pull)
+
+    def list_files(self, owner: str, repo: str, number: int) -> list[str]:
+        """Every path the pull request touches, in GitHub's order: for a rename both the new and the old
+        path (a validation file moved away is a change to validation). GitHub lists at most 3000 files."""
+        paths: list[str] = []
+        for changed in self._list("pulls/list-files", f"{repo_path(owner, repo)}/pulls/{int(number)}/files"):
+            paths.append(str(changed["filename"]))
+            if changed.get("previous_filename"):
+                paths.append(str(changed["previous_filename"]))
+        return list(dict.fromkeys(paths))
+
+    def list_commits(self, owner: str, repo: str, number: int) -> list[CommitInfo]:
+        """The pull request's commits, oldest first (GitHub lists at most 250)."""
+        commits = self._list("pulls/list-commits", f"{repo_path(owner, repo)}/pulls/{int(number)}/commits")
+        return [CommitInfo.from_api(commit) for commit in commits]
+
+    # Repository contents
+
+    def get_file(self, owner: str, repo: str, path: str, ref: str) -> bytes | None:
+        """The bytes of PATH at REF; None when there is no file there (absent, a directory, a symlink)."""
+        if ".." in path.split("/"):
+            raise ValueError(f"not a path inside the repository: {path!r}")
+        url = f"{repo_path(owner, repo)}/contents/{quote(path.strip('/'), safe='/')}"
+        try:
+            content = self._call("repos/get-content", "GET", url, params={"ref": ref})
+        except NotFound:
+            return None
+        if not isinstance(content, dict) or content.get("type") != "file":
+            log.info("%s/%s: %s at %s is not a file", owner, repo, path, ref)
+            return None
+        if content.get("encoding") != "base64":
+            # GitHub leaves `content` empty above 1 MB; nothing we read from a repository is that large
+            raise GitHubError("repos/get-content", 200, f"{path}: too large for the contents API "
+                                                        f"({content.get('size')} bytes)")
+        return decode_content(str(content.get("content") or ""))
+
+    def tarball_request(self, owner: str, repo: str, ref: str) -> tuple[str, dict[str, str]]:
+        """URL and headers of GET .../tarball/{ref}, for sources.py (which streams it with httpx).
+
+        The headers carry the installation token: never log them.
+        """
+        url = f"{self.app.api_url}{repo_path(owner, repo)}/tarball/{quote(ref, safe='')}"
+        return url, {**ACCEPT, "Authorization": f"token {self._token()}", "User-Agent": USER_AGENT,
+                     "X-GitHub-Api-Version": API_VERSION}
+
+    # Issues and comments
+
+    def get_issue(self, owner: str, repo: str, number: int) -> IssueInfo | None:
+        """An issue or pull request by number; None when it does not exist or is not visible to the App."""
+        try:
+            issue = self._call("issues/get", "GET", f"{repo_path(owner, repo)}/issues/{int(number)}")
+        except NotFound:
+            return None
+        return IssueInfo.from_api(issue)
+
+    def list_issue_comments(self, owner: str, repo: str, number: int) -> list[CommentInfo]:
+        url = f"{repo_path(owner, repo)}/issues/{int(number)}/comments"
+        comments = self._list("issues/list-comments", url)
+        return [CommentInfo.from_api(comment) for comment in comments]
+
+    def create_issue_comment(self, owner: str, repo: str, number: int, body: str) -> CommentInfo:
+        created = self._call("issues/create-comment", "POST",
+                             f"{repo_path(owner, repo)}/issues/{int(number)}/comments", body={"body": body})
+        return CommentInfo.from_api(created)
+
+    def update_issue_comment(self, owner: str, repo: str, comment_id: int, body: str) -> CommentInfo:
+        url = f"{repo_path(owner, repo)}/issues/comments/{int(comment_id)}"
+        updated = self._call("issues/update-comment", "PATCH", url, body={"body": body})
+        return CommentInfo.from_api(updated)
+
+    # Check runs: the request bodies are composed by checks.py
+
+    def post_check_run(self, owner: str, repo: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        created: dict[str, Any] = self._call("checks/create", "POST", f"{repo_path(owner, repo)}/check-runs",
+                                             body=body)
+        return created
+
+    def patch_check_run(self, owner: str, repo: str, check_run_id: int, body: Mapping[str, Any],
+                        ) -> dict[str, Any]:
+        url = f"{repo_path(owner, repo)}/check-runs/{int(check_run_id)}"
+        updated: dict[str, Any] = self._call("checks/update", "PATCH", url, body=body)
+        return updated
+
+    # The App and its budget
+
+    def app_login(self) -> str:
+        """The App's bot login (`<slug>[bot]`), the author of the App's comments."""
+        return self.app.app_login()
+
+    def rate_limit(self) -> RateLimit:
+        """This installation's core budget (asking costs nothing against it)."""
+        return RateLimit.from_api(self._call("rate-limit/get", "GET", "/rate_limit"))
+
+    def close(self) -> None:
+        self._rest.close()

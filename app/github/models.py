@@ -1,0 +1,124 @@
+"""Plain values the adapter returns: what the pipeline asks of GitHub, with no PyGithub object inside."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+
+def parse_time(value: Any) -> datetime | None:
+    """GitHub's ISO-8601 timestamps (`2011-01-26T19:01:12Z`), None for null."""
+    if not value:
+        return None
+    return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+
+
+def login_of(user: Any) -> str:
+    """The login of a user object; GitHub shows a deleted account as null, we say `ghost` as its UI does."""
+    return str(user["login"]) if isinstance(user, dict) and user.get("login") else "ghost"
+
+
+@dataclass(frozen=True)
+class PullInfo:
+    number: int
+    title: str
+    body: str  # "" when GitHub has null
+    author: str
+    state: str  # "open" | "closed"
+    draft: bool
+    merged: bool
+    merged_at: datetime | None
+    head_sha: str
+    head_ref: str
+    head_repo: str | None  # full name; None when the fork was deleted
+    base_sha: str
+    base_ref: str
+    base_repo: str
+    url: str  # the page a person opens
+    changed_files: int  # GitHub lists at most 3000 files: compare with len(list_files(...))
+
+    @property
+    def from_fork(self) -> bool:
+        return self.head_repo != self.base_repo
+
+    @classmethod
+    def from_api(cls, pull: dict[str, Any]) -> PullInfo:
+        head, base = pull["head"], pull["base"]
+        head_repo = head.get("repo")
+        return cls(number=int(pull["number"]), title=str(pull["title"]), body=pull.get("body") or "",
+                   author=login_of(pull.get("user")), state=str(pull["state"]),
+                   draft=bool(pull.get("draft")), merged=bool(pull.get("merged")),
+                   merged_at=parse_time(pull.get("merged_at")), head_sha=str(head["sha"]),
+                   head_ref=str(head["ref"]), head_repo=str(head_repo["full_name"]) if head_repo else None,
+                   base_sha=str(base["sha"]), base_ref=str(base["ref"]),
+                   base_repo=str(base["repo"]["full_name"]), url=str(pull["html_url"]),
+                   changed_files=int(pull.get("changed_files") or 0))
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    sha: str
+    message: str
+
+    @classmethod
+    def from_api(cls, commit: dict[str, Any]) -> CommitInfo:
+        return cls(sha=str(commit["sha"]), message=str(commit["commit"]["message"]))
+
+
+@dataclass(frozen=True)
+class IssueInfo:
+    """An issue or a pull request seen through the issues API: enough to tell a follow-up's state."""
+
+    number: int
+    title: str
+    body: str
+    author: str
+    state: str  # "open" | "closed"
+    state_reason: str | None
+    is_pull_request: bool
+    draft: bool
+    merged_at: datetime | None  # set only for a merged pull request
+    url: str
+
+    @classmethod
+    def from_api(cls, issue: dict[str, Any]) -> IssueInfo:
+        pull = issue.get("pull_request")
+        return cls(number=int(issue["number"]), title=str(issue["title"]), body=issue.get("body") or "",
+                   author=login_of(issue.get("user")), state=str(issue["state"]),
+                   state_reason=issue.get("state_reason"), is_pull_request=isinstance(pull, dict),
+                   draft=bool(issue.get("draft")),
+                   merged_at=parse_time(pull.get("merged_at")) if isinstance(pull, dict) else None,
+                   url=str(issue["html_url"]))
+
+
+@dataclass(frozen=True)
+class CommentInfo:
+    id: int
+    body: str
+    author: str
+    created_at: datetime | None
+    updated_at: datetime | None
+    url: str
+
+    @classmethod
+    def from_api(cls, comment: dict[str, Any]) -> CommentInfo:
+        return cls(id=int(comment["id"]), body=comment.get("body") or "",
+                   author=login_of(comment.get("user")), created_at=parse_time(comment.get("created_at")),
+                   updated_at=parse_time(comment.get("updated_at")), url=str(comment.get("html_url") or ""))
+
+
+@dataclass(frozen=True)
+class RateLimit:
+    """The `core` budget of the credential that asked."""
+
+    limit: int
+    remaining: int
+    used: int
+    reset: datetime
+
+    @classmethod
+    def from_api(cls, answer: dict[str, Any]) -> RateLimit:
+        core = answer["resources"]["core"]
+        return cls(limit=int(core["limit"]), remaining=int(core["remaining"]), used=int(core.get("used", 0)),
+                   reset=datetime.fromtimestamp(int(core["reset"]), tz=UTC))

@@ -1,0 +1,1 @@
+"""Benchmarks of prtriage on a synthetic repository at the real scale of radixark/miles."""

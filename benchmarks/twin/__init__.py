@@ -1,0 +1,1 @@
+"""A synthetic twin of radixark/miles: validator, extra-args provider, CI scripts, model files."""

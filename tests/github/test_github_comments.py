@@ -1,0 +1,97 @@
+"""The sticky comment against the fake GitHub: created, edited in place, not re-sent when unchanged, never
+confused with someone else's copy of the marker, kept under GitHub's size limit."""
+
+from __future__ import annotations
+
+import pytest
+from fakegithub import FakeGitHub
+
+from app.github import STICKY_MARKER, GitHubClient, upsert_sticky_comment
+from app.github.comments import COMMENT_LIMIT, fit_comment, sticky_body
+
+HEAD, BASE = "a" * 40, "b" * 40
+BOT = "prtriage-test[bot]"
+COMMENTS = r"/repos/octo/widgets/issues/(5/comments|comments/\d+)"
+
+
+@pytest.fixture(autouse=True)
+def pull(fake: FakeGitHub) -> None:
+    fake.add_pull("octo/widgets", 5, head_sha=HEAD, base_sha=BASE)
+
+
+def upsert(client: GitHubClient, body: str) -> tuple[str, int]:
+    return upsert_sticky_comment(client, "octo", "widgets", 5, body, app_login=BOT)
+
+
+def test_created_then_updated_in_place_then_left_alone(fake: FakeGitHub, client: GitHubClient):
+    created = upsert(client, "**Breaks 2 CI suites**")
+    updated = upsert(client, "**Breaks 1 CI suite**")
+    fake.clear_log()
+    unchanged = upsert(client, "**Breaks 1 CI suite**")
+
+    assert created[0] == "created"
+    assert updated == ("updated", created[1]) and unchanged == ("unchanged", created[1])
+    [comment] = fake.comments_on("octo/widgets", 5)
+    assert comment.author == BOT and comment.id == created[1]
+    assert comment.body == f"**Breaks 1 CI suite**\n\n{STICKY_MARKER}"
+    assert [request.method for request in fake.calls(route=COMMENTS)] == ["GET"]  # no PATCH, no POST
+
+
+def test_the_bodies_sent_are_the_descriptions_requests(fake: FakeGitHub, client: GitHubClient):
+    upsert(client, "one")
+    upsert(client, "two")
+    writes = fake.calls("POST", COMMENTS) + fake.calls("PATCH", COMMENTS)
+    assert [request.body for request in writes] == [{"body": f"one\n\n{STICKY_MARKER}"},
+                                                    {"body": f"two\n\n{STICKY_MARKER}"}]
+    assert all(request.schema_errors == [] and request.status in (200, 201) for request in writes)
+
+
+def test_someone_elses_copy_of_the_marker_is_ignored(fake: FakeGitHub, client: GitHubClient):
+    quoted = fake.add_comment("octo/widgets", 5, f"> bot said:\n> {STICKY_MARKER}", author="mallory")
+    other_bot = fake.add_comment("octo/widgets", 5, f"mine {STICKY_MARKER}", author="other-app[bot]",
+                                 bot=True)
+
+    outcome, comment_id = upsert(client, "verdict")
+
+    assert outcome == "created" and comment_id not in (quoted, other_bot)
+    bodies = {comment.id: comment.body for comment in fake.comments_on("octo/widgets", 5)}
+    assert bodies[quoted] == f"> bot said:\n> {STICKY_MARKER}"
+    assert bodies[other_bot] == f"mine {STICKY_MARKER}"
+
+
+def test_an_unmarked_comment_of_the_app_is_not_the_sticky_one(fake: FakeGitHub, client: GitHubClient):
+    fake.add_comment("octo/widgets", 5, "acknowledged: /triage rerun", author=BOT, bot=True)
+    assert upsert(client, "verdict")[0] == "created"
+
+
+def test_the_sticky_comment_is_found_beyond_the_first_page(fake: FakeGitHub, client: GitHubClient):
+    for index in range(120):
+        fake.add_comment("octo/widgets", 5, f"discussion {index}", author="alice")
+    _, ours = upsert(client, "first verdict")  # the 121st comment: on the second page of 100
+
+    assert upsert(client, "second verdict") == ("updated", ours)
+    assert len(fake.calls("GET", r"/repositories/\d+/issues/5/comments")) == 2  # page 2, twice
+
+
+def test_a_long_body_is_cut_under_the_limit(fake: FakeGitHub, client: GitHubClient):
+    body = "**Breaks 300 CI suites**\n\n<details><summary>suites</summary>\n\n" + "".join(
+        f"- `suite_{index}`: rejected at arguments.py:{index}\n" for index in range(6000))
+
+    outcome, _ = upsert(client, body)
+
+    [comment] = fake.comments_on("octo/widgets", 5)
+    assert outcome == "created" and len(body) > COMMENT_LIMIT
+    assert len(comment.body) < COMMENT_LIMIT
+    assert comment.body.startswith("**Breaks 300 CI suites**") and comment.body.endswith(STICKY_MARKER)
+    assert "more characters did not fit" in comment.body and "</details>" in comment.body
+
+
+def test_fit_comment_closes_what_the_cut_left_open():
+    body = "head\n```\n" + "x = 1\n" * 50
+    fitted = fit_comment(body, limit=200)
+    assert len(fitted) < 200 and fitted.count("```") == 2
+    assert fit_comment("short", limit=200) == "short"
+
+
+def test_sticky_body_keeps_one_marker_at_the_end():
+    assert sticky_body(f"{STICKY_MARKER}\nverdict\n") == f"verdict\n\n{STICKY_MARKER}"
