@@ -1,0 +1,92 @@
+"""Settings of the service, from the environment; secrets are SecretStr and never printed.
+
+Read once through `get_settings()`; tests build a `Settings(...)` and override the dependency instead of
+mutating globals. Every variable is documented in README ("Settings"); a test fails when one is not.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class ConfigError(Exception):
+    """A setting that is missing or wrong; the message names the variable."""
+
+
+class StartupError(Exception):
+    """Something the service needs is not there (an unreachable database…); the message names it."""
+
+
+def _xdg(variable: str, fallback: str) -> Path:
+    base = os.environ.get(variable) or str(Path.home() / fallback)
+    return Path(base) / "prtriage"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="", extra="ignore", frozen=True, populate_by_name=True)
+
+    github_app_id: int | None = Field(None, alias="GITHUB_APP_ID")
+    github_private_key: SecretStr | None = Field(None, alias="GITHUB_PRIVATE_KEY")
+    github_private_key_path: Path | None = Field(None, alias="GITHUB_PRIVATE_KEY_PATH")
+    github_webhook_secret: SecretStr | None = Field(None, alias="GITHUB_WEBHOOK_SECRET")
+    github_api_url: str = Field("https://api.github.com", alias="GITHUB_API_URL")
+    database_url: str | None = Field(None, alias="DATABASE_URL")
+    queue_url: str | None = Field(None, alias="QUEUE_URL")
+    check_name: str = Field("PR risk triage", alias="PRTRIAGE_CHECK_NAME")
+    dashboard_token: SecretStr | None = Field(None, alias="DASHBOARD_TOKEN")
+    resync_seconds: int = Field(900, ge=10, alias="PRTRIAGE_RESYNC_SECONDS")
+    data_dir: Path = Field(default_factory=lambda: _xdg("XDG_DATA_HOME", ".local/share"),
+                           alias="PRTRIAGE_DATA_DIR")
+    cache_dir: Path = Field(default_factory=lambda: _xdg("XDG_CACHE_HOME", ".cache"),
+                            alias="PRTRIAGE_CACHE_DIR")
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", alias="PRTRIAGE_LOG_LEVEL")
+    host: str = Field("127.0.0.1", alias="PRTRIAGE_HOST")
+    port: int = Field(8000, alias="PRTRIAGE_PORT")
+    # Queue consumers: threads of `serve` (0: none, jobs go to `prtriage worker`s) and of each `worker`.
+    workers: int = Field(1, ge=0, le=64, alias="PRTRIAGE_WORKERS")
+
+    @model_validator(mode="after")
+    def _one_key_source(self) -> Settings:
+        if self.github_private_key and self.github_private_key_path:
+            raise ValueError("set GITHUB_PRIVATE_KEY or GITHUB_PRIVATE_KEY_PATH, not both")
+        return self
+
+    @property
+    def effective_database_url(self) -> str:
+        return self.database_url or f"sqlite:///{self.data_dir / 'prtriage.db'}"
+
+    @property
+    def effective_queue_url(self) -> str:
+        return self.queue_url or f"sqlite:///{self.data_dir / 'queue.db'}"
+
+    def private_key(self) -> str:
+        """The App's PEM key; a clear error naming the variables when it is missing or unreadable."""
+        if self.github_private_key is not None:
+            return self.github_private_key.get_secret_value()
+        if self.github_private_key_path is not None:
+            try:
+                return self.github_private_key_path.read_text()
+            except OSError as exc:
+                raise ConfigError(f"GITHUB_PRIVATE_KEY_PATH: cannot read {self.github_private_key_path}: "
+                                  f"{exc.strerror}") from None
+        raise ConfigError("GITHUB_PRIVATE_KEY or GITHUB_PRIVATE_KEY_PATH must be set")
+
+    def require_app(self) -> None:
+        """Start-up check of what the GitHub side needs: fail now, not on the first webhook."""
+        missing = [name for name, value in (("GITHUB_APP_ID", self.github_app_id),
+                                            ("GITHUB_WEBHOOK_SECRET", self.github_webhook_secret))
+                   if value is None]
+        if missing:
+            raise ConfigError(f"missing setting(s): {', '.join(missing)}")
+        self.private_key()
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()
