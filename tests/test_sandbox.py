@@ -244,3 +244,15 @@ def test_as_root_a_temp_dir_closed_to_the_sandbox_uid_is_refused(repo: Path, tmp
     with pytest.raises(PermissionError, match="TMPDIR"):
         run_probe(repo, "echo")
     assert list(closed.iterdir()) == []  # and nothing was left there
+
+
+def test_an_interpreter_installed_under_tmp_stays_visible_over_the_scratch_tmpfs() -> None:
+    """A checkout (and its venv) under /tmp must not be hidden by the sandbox's own /tmp."""
+    from app.sandbox.bwrap import sandbox_argv
+    from app.sandbox.view import Bind, View
+
+    view = View(symlinks=(), dirs=("/tmp/ci",), binds=(Bind("/tmp/ci/.venv", "/tmp/ci/.venv"),))
+    argv = sandbox_argv("bwrap", view, Limits(), info_fd=3, command=["python"])
+    tmpfs = argv.index("/tmp", argv.index("--tmpfs"))
+    bind = argv.index("/tmp/ci/.venv", argv.index("--ro-bind"))
+    assert tmpfs < argv.index("--dir") < bind

@@ -68,7 +68,8 @@ def sandbox_argv(bwrap: str, view: View, limits: Limits, *, info_fd: int, comman
     """The bubblewrap that runs `command` (as uid 65534 inside, no network, read-only but /tmp)."""
     return [bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
             "--new-session", "--cap-drop", "ALL", "--uid", str(SANDBOX_ID), "--gid", str(SANDBOX_ID),
-            "--info-fd", str(info_fd), *_view_args(view), *_scratch_args(limits),
+            # scratch mounts first: an interpreter installed under /tmp must stay visible over the tmpfs
+            "--info-fd", str(info_fd), *_scratch_args(limits), *_view_args(view),
             "--chdir", REPO, "--clearenv", *_setenv_args(SANDBOX_ENV),
             # last, once every mount point exists: nothing may grow the root tmpfs
             "--remount-ro", "/", "--", *command]
