@@ -138,7 +138,9 @@ class SuiteResult:
 
 
 FindingKind = Literal["new_rejection", "removed_flag", "newly_tolerated_flag", "fixed", "capture_failed",
-                      "new_error", "not_exercised"]
+                      "new_error", "not_exercised",
+                      # from the PR's text (followup_findings.py)
+                      "unmerged_prerequisite", "pending_followup", "abandoned_followup"]
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,8 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from app.analysis.model import Severity
+
 POLICIES_DIR = Path(__file__).resolve().parents[2] / "policies"
 
 
@@ -173,12 +175,26 @@ class Severities(_Strict):
                                                               "base accepts and head crashes on.")
 
 
+class Followups(_Strict):
+    """How much the promises and prerequisites in a PR's text weigh in its check."""
+
+    prerequisite_unmerged: Severity = Field("blocking", description="Severity of a prerequisite the PR's "
+                                            "text names (\"depends on #N\") that has not merged, or an "
+                                            "issue it depends on that is still open.")
+    followup_pending: Severity = Field("warning", description="Severity of a promised follow-up (\"#N "
+                                       "will add the fail-fast\") that has not merged yet.")
+    followup_abandoned: Severity = Field("warning", description="Severity of a promised follow-up that was "
+                                         "closed without merging (an issue: closed as not planned).")
+
+
 class Policy(_Strict):
     version: Literal[1] = Field(1, description="Policy language version.")
     validation: Validation = Field(description="The validation code and how to call it.")
     matrix: Matrix = Field(description="How the CI flag matrix is found.")
     harness: Harness = Field(default_factory=Harness, description="What the sandboxed harness provides.")
     severities: Severities = Field(default_factory=Severities, description="Severity per finding kind.")
+    followups: Followups = Field(default_factory=Followups, description="Severity of unmerged "
+                                 "prerequisites and promised follow-ups named in the PR's text.")
 
     def digest(self) -> str:
         """Content hash: a cache entry made under another policy is never reused."""

@@ -18,6 +18,7 @@ from app.github.rest import ACCEPT, API_VERSION, USER_AGENT, InstallationAuth, R
 log = logging.getLogger(__name__)
 
 _WHITESPACE = re.compile(r"\s+")
+_SHA = re.compile(r"[0-9a-fA-F]{7,64}")
 
 
 def decode_content(content: str) -> bytes:
@@ -84,6 +85,16 @@ class GitHubClient:
         """The pull request's commits, oldest first (GitHub lists at most 250)."""
         commits = self._list("pulls/list-commits", f"{repo_path(owner, repo)}/pulls/{int(number)}/commits")
         return [CommitInfo.from_api(commit) for commit in commits]
+
+    def list_commit_pulls(self, owner: str, repo: str, sha: str) -> list[PullInfo]:
+        """The pull requests that contain commit SHA or merged it (for "This reverts commit SHA").
+
+        GitHub answers 422 for a commit it does not know: raised as GitHubError, like any refusal.
+        """
+        if not _SHA.fullmatch(sha):
+            raise ValueError(f"not a commit sha: {sha!r}")
+        url = f"{repo_path(owner, repo)}/commits/{sha}/pulls"
+        return [PullInfo.from_api(pull) for pull in self._list("repos/list-pulls-of-commit", url)]
 
     # Repository contents
 

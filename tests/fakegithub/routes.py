@@ -137,6 +137,20 @@ def list_commits(fake: FakeGitHub, call: Call) -> Reply:
     return paginate(fake, call, commits, cap=250)
 
 
+def list_commit_pulls(fake: FakeGitHub, call: Call) -> Reply:
+    """The pull requests that contain the commit or merged it (GitHub: "list pull requests associated
+    with a commit"; not in the shared description, so the items are the full pull shape). A prefix of at
+    least 7 hex digits names a commit, as on GitHub."""
+    assert call.repo is not None
+    sha = call.params["commit_sha"].lower()
+    if not re.fullmatch(r"[0-9a-f]{7,64}", sha):
+        return Reply(422, shapes.error(f"No commit found for SHA: {sha}", 422))
+    found = [change for _, change in sorted(call.repo.pulls.items())
+             if any(commit.startswith(sha) for commit, _ in change.commits)
+             or (change.merge_commit_sha or "").startswith(sha)]
+    return paginate(fake, call, [shapes.pull(fake.url, call.repo, change) for change in found], cap=10**6)
+
+
 # Issues and comments
 
 
@@ -285,6 +299,7 @@ ROUTES = [Route(method, _pattern(template), template, auth, handler) for method,
     ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}", "installation", get_pull),
     ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}/files", "installation", list_files),
     ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}/commits", "installation", list_commits),
+    ("GET", "/repos/{owner}/{repo}/commits/{commit_sha}/pulls", "installation", list_commit_pulls),
     ("GET", "/repos/{owner}/{repo}/issues/{issue_number}", "installation", get_issue),
     ("GET", "/repos/{owner}/{repo}/issues/{issue_number}/comments", "installation", list_comments),
     ("POST", "/repos/{owner}/{repo}/issues/{issue_number}/comments", "installation", create_comment),

@@ -23,6 +23,7 @@ class FakePull:
     draft: bool = False
     merged: bool = False
     merged_at: str | None = None
+    merge_commit_sha: str | None = None  # the commit a merge made on the base branch
     files: list[dict[str, Any]] = field(default_factory=list)  # {"filename", "status", ["previous_filename"]}
     commits: list[tuple[str, str]] = field(default_factory=list)  # (sha, message)
 

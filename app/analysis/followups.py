@@ -1,0 +1,211 @@
+"""What each reference in a PR's text means: prerequisite, promised follow-up, revert, closing keyword or a
+plain mention, decided from the sentence it is written in.
+
+Pure. The phrasings are regular expressions over the sentence in which the reference being classified is
+replaced by REF and every other reference by OTHER, so one sentence can hold several roles ("Fixes #1;
+follow-up #2 will add tests"). A trigger phrase negated just before it ("does not depend on #N", "no need
+to wait for #N") or put in the past ("was blocked by #N") does not count.
+
+Decisions the table in tests/test_followups.py pins down:
+- "follow-up to/of/on #N" names the PR this one follows up: a mention, not a promise.
+- "supersedes/replaces #N", "see #N", "as discussed in #N", backports and re-lands are mentions.
+- "tracked in #N" is a promise: the work is left to that issue or PR.
+- Closing keywords are read as GitHub reads them: the keyword, an optional colon, then the reference.
+- One reference per target: the strongest role found anywhere wins (revert, prerequisite, follow-up,
+  closes, mention), with the first sentence that gave it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from app.analysis.references import Mention, Source, Text, find_mentions, target_of
+
+ReferenceKind = Literal["prerequisite", "followup", "revert", "closes", "mention"]  # = the store's vocabulary
+PRIORITY: dict[ReferenceKind, int] = {"revert": 0, "prerequisite": 1, "followup": 2, "closes": 3,
+                                      "mention": 4}
+
+REF, OTHER = "\u27e6ref\u27e7", "\u27e6other\u27e7"  # ⟦ref⟧ ⟦other⟧: cannot occur in what we match against
+CUT = "\u27e6cut\u27e7 "  # starts a window that is not the sentence's start: no "^Revert" there
+WINDOW_BEFORE, WINDOW_AFTER = 300, 150  # characters of the sentence a reference is classified by
+
+_NOUN = r"(?:(?:the|this|that|my|our|a|an)\s+)?(?:(?:pr|pull\s+request|pull|issue|ticket|change|patch)s?\s+)?"
+_LIST = rf"(?:\[?{OTHER}\]?\s*(?:,|and|&|or|\+|/)?\s*)*"  # earlier members of "#1, #2 and #3"
+_T = rf"{_NOUN}{_LIST}[(\[]?\s*{REF}"  # the reference after its trigger phrase
+_S = r"(?:\s*:\s*|\s+)"  # between the two: "Depends on #1", "Depends on: #1"
+_LANDS = (r"(?:lands|landed|has\s+landed|is\s+landed|merges|merged|is\s+merged|has\s+merged"
+          r"|has\s+been\s+merged|gets\s+merged|goes\s+in|is\s+in|is\s+released)")
+_DONE = r"(?:\w+ed|done|made|taken|built|written|split|set|put|redone|rewritten|undone)"
+_LATER = r"(?:separate|later|future|subsequent|next|upcoming|second|dedicated)"
+_CHANGE = r"(?:pr|pull\s+request|change|patch|commit|issue)"
+
+_REVERT = (
+    rf"^\W*revert\b[^\"“]*[\"“][^\"”]*{REF}",  # inside the quoted title: Revert "Add X (#N)"
+    rf"^\W*revert\b[^\"“]*[\"“][^\"”]*[\"”]\s*\(?\s*{REF}",  # after it: Revert "Add X" (#N)
+    rf"\b(?:reverts?|reverting|(?:is|as)\s+an?\s+(?:partial\s+)?revert\s+of|rolls?\s+back|rolling\s+back"
+    rf"|backs?\s+out|backing\s+out)\s+(?:commit\s+|the\s+changes\s+(?:of|from|in)\s+)?{_T}",
+)
+_MENTION = (  # looked at before prerequisites and follow-ups: these name what came before
+    rf"\bfollow[-\s]?ups?\s+(?:to|of|on|for|from){_S}{_T}",
+    rf"\b(?:supersede[sd]?|replace[sd]?|obsoletes?|re-?lands?|re-?applies|backports?|backport\s+of"
+    rf"|cherry[-\s]?pick(?:ed|s)?(?:\s+(?:of|from))?|split\s+(?:out\s+)?(?:from|of)){_S}{_T}",
+    rf"\b(?:discuss(?:ed|ion)|mentioned|described|explained|reported|suggested|proposed|noted|shown|seen"
+    rf"|asked)\b[^{REF[0]}]{{0,40}}?\b(?:in|at|on|by){_S}{_T}",
+    rf"\b(?:see|similar\s+to|like(?:\s+in)?|as\s+in|cf\.?|related(?:\s+to)?:?|refs?:?|context:?){_S}{_T}",
+)
+_PREREQUISITE = (
+    rf"\bdepend(?:s|ing|ent)?\s+(?:up)?on{_S}{_T}",
+    rf"\bdependenc(?:y|ies)\s*(?::|-|\bis\b|\bare\b)\s*{_T}",
+    rf"\bblocked\s+(?:by|on){_S}{_T}",
+    rf"\brequires?{_S}{_T}",
+    rf"\bstacked\s+(?:on(?:\s+top\s+of)?|onto|upon|above){_S}{_T}",
+    rf"\bon\s+top\s+of{_S}{_T}",
+    rf"\bbuilds?\s+(?:up)?on{_S}{_T}",
+    rf"\bbased\s+on{_S}{_T}(?=\s*(?:$|[,.;:)!]|(?:and|which|so|first)\b))",
+    rf"\bneeds?{_S}{_T}\s*\)?\s+(?:first|merged|landed|in\s+first|to\s+(?:land|merge|be\s+merged|go\s+in))",
+    rf"\b(?:after|until){_S}{_T}\s*\)?\s+{_LANDS}",
+    rf"\b(?:merge|land|review|rebase)\s+(?:this\s+(?:pr\s+)?|it\s+)?(?:only\s+)?(?:after|once){_S}{_T}",
+    rf"\b(?:do\s+not|don't|cannot|can't)\s+(?:be\s+)?(?:merged?|land(?:ed)?)\s+(?:before|until|without)"
+    rf"{_S}{_T}",
+    rf"\bwait(?:s|ing)?\s+(?:for|on){_S}{_T}",
+    rf"\bprereq(?:uisite)?s?\b\s*(?::|-|\bis\b|\bare\b)?\s*{_T}",
+    rf"{REF}\s*\)?\s+(?:is|are|must\s+be)\s+(?:required|needed|a\s+prerequisite)",
+    rf"{REF}\s*\)?\s+(?:must|has\s+to|needs\s+to)\s+(?:land|merge|be\s+merged|go\s+in)\s+(?:first|before)",
+)
+_FOLLOWUP = (
+    rf"\bfollow[-\s]?ups?\b\s*(?:{_CHANGE}s?\b|work\b)?\s*(?::|-|,|\bis\b|\bin\b|\bat\b|\bas\b|\bvia\b"
+    rf"|\bwill\s+be\b|\bwould\s+be\b)?\s*{_LIST}[(\[]?\s*{REF}",
+    rf"\bfollow[-\s]?ups?\b(?!\s+(?:to|of|on|for|from)\b)[^{REF[0]}.;]{{0,100}}?\(\s*{_LIST}{REF}\s*\)",
+    rf"\b{_LATER}\s+{_CHANGE}\s*[,:(-]*\s*{_LIST}{REF}",
+    rf"\b(?:will|shall|is\s+going\s+to|are\s+going\s+to|to|is\s+being|are\s+being|gets?)\s+be\s+(?:\w+ly\s+)?"
+    rf"{_DONE}(?:\s+(?:up|out|back|separately|later|properly|there))?\s+(?:in|by|via|with){_S}{_T}",
+    rf"(?:\bwill|'ll|\bshall|\bgoing\s+to|\bplan\s+to|\bintend\s+to)\s+(?:[\w'-]+\s+){{1,6}}?(?:in|via)"
+    rf"{_S}{_T}",
+    rf"\b(?:todo|fixme)\s*[(:\[]?\s*{_LIST}{REF}",
+    rf"\bpart\s+(?:[2-9]|\d{{2,}}|two|three|ii|iii)\b(?:\s+of\s+\w+)?\s*"
+    rf"(?:(?:is|will\s+be|comes|lands|follows|goes)\s+)?(?:in|at|:|-|,)?\s*{_T}",
+    rf"\b(?:rest|remainder|remaining\s+(?:work|changes|parts?)|second\s+half)\s+(?:(?:is|are|will\s+be|comes?"
+    rf"|lands?|goes)\s+)?(?:in|at|:|-)\s*{_T}",
+    rf"\btrack(?:ed|ing)\s+(?:in|by|at|with|via|under){_S}{_T}",
+    rf"\btracking\s+(?:issue|pr|ticket)\s*(?::|-|\bis\b)?\s*{_LIST}{REF}",
+    rf"\b(?:deferred|postponed|punted|left|moved|split\s+out|pushed)\s+(?:to|for|into|until){_S}{_T}",
+    rf"\b(?:comes?|coming|lands?|landing)\s+(?:later\s+|separately\s+|next\s+)?in{_S}{_T}",
+    rf"{REF}\s+(?:will|shall|is\s+going\s+to|should)\b(?!\s+(?:not|never|have)\b)",
+    rf"{REF}\s+(?:adds|introduces|implements|reintroduces|restores)\b",
+    rf"{REF}\s*\)?\s+(?:is|will\s+be)\s+(?:the|a|our)\s+(?:planned\s+|promised\s+|proper\s+)?"
+    rf"follow[-\s]?up\b",
+)
+_CLOSES = (rf"\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)\s*:?\s+{REF}",)
+
+
+def _compiled(patterns: Iterable[str]) -> tuple[re.Pattern[str], ...]:
+    return tuple(re.compile(pattern, re.I) for pattern in patterns)
+
+
+# (kind, patterns, whether a negation before the trigger cancels it); the first rule that holds wins.
+RULES: tuple[tuple[ReferenceKind, tuple[re.Pattern[str], ...], bool], ...] = (
+    ("revert", _compiled(_REVERT), True),
+    ("mention", _compiled(_MENTION), False),
+    ("prerequisite", _compiled(_PREREQUISITE), True),
+    ("followup", _compiled(_FOLLOWUP), True),
+    ("closes", _compiled(_CLOSES), False),  # GitHub closes "does not fix #N" all the same
+)
+_CLAUSE_END = re.compile(r"[,;:.!?()\u2013\u2014]|\b(?:but|however|although|though|while|whereas)\b", re.I)
+_NEGATION = re.compile(r"\b(?:not|no|never|without|nor|neither|none|nothing|independent(?:ly)?|unrelated"
+                       r"|cannot)\b|n't\b", re.I)
+_PAST = re.compile(r"\b(?:was|were|used\s+to|previously|formerly|had(?:\s+been)?|originally)\s*$", re.I)
+_NEGATION_WORDS = 6  # how far back a negation reaches within its clause
+
+
+@dataclass(frozen=True)
+class TextReference:
+    """A classified reference: what the PR's text says about owner/repo#number (or a reverted commit)."""
+
+    kind: ReferenceKind
+    owner: str
+    repo: str
+    number: int | None  # None for a reverted commit
+    sha: str | None
+    sentence: str
+    source: Source
+    local: bool  # in the PR's own repository
+    url: str | None = None
+    context: str = ""  # the sentence before, for a terse one
+
+    @property
+    def target(self) -> str:
+        """`owner/repo#N` (`owner/repo@sha` for a commit): the key resolutions are looked up by."""
+        return target_of(self.owner, self.repo, self.number, self.sha)
+
+    @property
+    def label(self) -> str:
+        """How a comment names it: `#N` in the PR's repository, `owner/repo#N` elsewhere."""
+        if self.sha is not None:
+            return f"commit {self.sha[:12]}"
+        return f"#{self.number}" if self.local else f"{self.owner}/{self.repo}#{self.number}"
+
+
+def find_references(texts: Iterable[Text], *, owner: str, repo: str, number: int,
+                    web_hosts: Iterable[str] = ()) -> list[TextReference]:
+    """The references of a PR's texts, classified, one per target, in order of first appearance."""
+    mentions = find_mentions(texts, owner=owner, repo=repo, number=number, web_hosts=web_hosts)
+    sentences: dict[tuple[Source, str], list[Mention]] = {}
+    for mention in mentions:
+        sentences.setdefault((mention.source, mention.sentence), []).append(mention)
+    for listed in sentences.values():
+        listed.sort(key=lambda m: m.start)  # a sentence written twice lists its references twice
+    best: dict[str, TextReference] = {}  # by target, lower-cased: GitHub names ignore case
+    for mention in mentions:
+        kind = classify(mention, sentences[(mention.source, mention.sentence)])
+        found = _reference(mention, kind, owner, repo)
+        known = best.setdefault(found.target.lower(), found)
+        if PRIORITY[found.kind] < PRIORITY[known.kind]:
+            best[found.target.lower()] = found
+    return list(best.values())
+
+
+def classify(mention: Mention, same_sentence: Sequence[Mention] = ()) -> ReferenceKind:
+    """The role of MENTION in its sentence; SAME_SENTENCE are all references written in that sentence, in
+    order of `start`."""
+    marked = _marked(mention, same_sentence)
+    for kind, patterns, negatable in RULES:
+        for pattern in patterns:
+            if any(not (negatable and _negated(marked, hit.start())) for hit in pattern.finditer(marked)):
+                return kind
+    return "mention"
+
+
+def _marked(mention: Mention, same_sentence: Sequence[Mention]) -> str:
+    """The sentence around MENTION with it as REF and the others as OTHER. Only a window around it: every
+    phrase is local, and a hostile 60 kB "sentence" of 3000 references must not cost minutes."""
+    low, high = max(mention.start - WINDOW_BEFORE, 0), mention.end + WINDOW_AFTER
+    first = bisect.bisect_left(same_sentence, low, key=lambda m: m.start)
+    near = itertools.takewhile(lambda m: m.start < high, itertools.islice(same_sentence, first, None))
+    spans = {(m.start, m.end): OTHER for m in near if m.end <= high}
+    spans[(mention.start, mention.end)] = REF
+    text, cursor = ["" if low == 0 else CUT], low
+    for (start, end), token in sorted(spans.items()):
+        if start < cursor:
+            continue  # the same reference listed twice (identical sentences): once is enough
+        text += [mention.sentence[cursor:start], token]
+        cursor = end
+    return "".join([*text, mention.sentence[cursor:max(high, cursor)]])
+
+
+def _negated(marked: str, trigger: int) -> bool:
+    before = marked[:trigger]
+    clause = before[max((m.end() for m in _CLAUSE_END.finditer(before)), default=0):]
+    near = " ".join(clause.split()[-_NEGATION_WORDS:])
+    return bool(_NEGATION.search(near) or _PAST.search(before))
+
+
+def _reference(mention: Mention, kind: ReferenceKind, owner: str, repo: str) -> TextReference:
+    local = (mention.owner.lower(), mention.repo.lower()) == (owner.lower(), repo.lower())
+    return TextReference(kind=kind, owner=mention.owner, repo=mention.repo, number=mention.number,
+                         sha=mention.sha, sentence=mention.sentence, source=mention.source, local=local,
+                         url=mention.url, context=mention.previous)

@@ -1,0 +1,236 @@
+"""Finding the pull requests, issues and reverted commits a PR's own text names, each with its sentence.
+
+Pure: texts in (title, body, commit messages, the author's comments), `Mention`s out. What a mention means
+(prerequisite, follow-up, revert ...) is decided from its sentence by followups.py.
+
+Only prose counts: fenced code, inline code, quoted lines (`> ...`, usually someone else's words) and HTML
+comments (PR templates' hidden instructions) are skipped. Indented code blocks are not recognised: in PR
+bodies four spaces far more often continue a list item than start code.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Literal
+
+Source = Literal["title", "body", "commit", "comment"]
+MAX_MENTIONS = 500
+MAX_NUMBER = 2**31 - 1  # GitHub numbers fit a 32-bit integer; anything longer is not a reference
+
+_HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.S)
+_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
+_QUOTE = re.compile(r" {0,3}>")
+_BLOCK_START = re.compile(r"\s*(?:[-*+]\s|\d{1,3}[.)]\s|\|)")  # list item, table row
+_ITEM = re.compile(r"\s*(?:[-*+]|\d{1,3}[.)])\s")
+_HEADING = re.compile(r" {0,3}#{1,6}\s")
+_LEAD_WORDS = 8  # a lead-in longer than this is a sentence of its own, not a list's label
+_LIST_MARK = re.compile(r"^(?:[-*+]\s+(?:\[[ xX]\]\s+)?|\d{1,3}[.)]\s+|#{1,6}\s+)")
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+")
+_ABBREVIATION = re.compile(r"\b(?:e\.g|i\.e|etc|vs|cf|approx|incl|resp|fig)\.$", re.I)
+_INLINE_CODE = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)", re.S)
+_ANY_URL = re.compile(r"https?://[^\s<>\"'`]+", re.I)
+_SLUG = r"(?P<owner>[A-Za-z0-9](?:[A-Za-z0-9-]{0,38}))/(?P<repo>[A-Za-z0-9_.-]{1,100})"
+_CROSS = re.compile(rf"(?<![\w./@-]){_SLUG}#(?P<number>\d{{1,10}})(?![\w-])")
+_LOCAL = re.compile(r"(?<![\w&/#-])#(?P<number>\d{1,10})(?![\w-])")
+_GH = re.compile(r"(?<![\w/-])GH-(?P<number>\d{1,10})(?![\w-])", re.I)
+_REVERTED_COMMIT = re.compile(r"\breverts\s+commit\s+(?P<sha>[0-9a-f]{7,64})\b", re.I)
+
+
+@dataclass(frozen=True)
+class Text:
+    """One text of the PR and where it came from."""
+
+    source: Source
+    text: str
+
+
+@dataclass(frozen=True)
+class Mention:
+    """`owner/repo#number` (or the commit `sha`, for "This reverts commit ...") inside one sentence."""
+
+    owner: str
+    repo: str
+    number: int | None  # None for a commit
+    sha: str | None
+    source: Source
+    sentence: str  # whitespace collapsed, list markers dropped
+    start: int  # where the reference is written in the sentence
+    end: int
+    url: str | None = None  # the link as written, when the reference was a URL
+    previous: str = ""  # the sentence before in the paragraph: context for a terse one ("Follow-up: #9")
+
+    @property
+    def target(self) -> str:
+        return target_of(self.owner, self.repo, self.number, self.sha)
+
+
+def target_of(owner: str, repo: str, number: int | None, sha: str | None = None) -> str:
+    """`owner/repo#N`, or `owner/repo@sha` for a commit: how references and their resolutions are keyed."""
+    return f"{owner}/{repo}#{number}" if sha is None else f"{owner}/{repo}@{sha}"
+
+
+def pull_texts(*, title: str, body: str, commits: Iterable[str], comments: Iterable[tuple[str, str]],
+               author: str) -> list[Text]:
+    """The texts whose promises are the PR author's: title, body, commit messages, and of the comments
+    (author login, body) only the author's own. Reviewers' comments suggest; they do not promise."""
+    texts = [Text("title", title), Text("body", body)]
+    texts += [Text("commit", message) for message in commits]
+    texts += [Text("comment", text) for login, text in comments if login.lower() == author.lower()]
+    return texts
+
+
+def find_mentions(texts: Iterable[Text], *, owner: str, repo: str, number: int,
+                  web_hosts: Iterable[str] = ()) -> list[Mention]:
+    """Every reference in TEXTS, in order, except to the PR itself (owner/repo#number).
+
+    `#N` and `GH-N` are in owner/repo. Links count on github.com and on WEB_HOSTS (a GitHub Enterprise
+    host, e.g. `ghe.example`, from the API URL). The first MAX_MENTIONS only: classifying costs a few
+    regular expressions each, and a release PR listing 3000 changes must not hold a worker for seconds.
+    """
+    url = _url_pattern(["github.com", *web_hosts])
+    own = (owner.lower(), repo.lower(), number)
+    found: list[Mention] = []
+    for text in texts:
+        for previous, sentence in _sentences(text.text):
+            for mention in _mentions_in(sentence, text.source, owner, repo, url, previous):
+                if (mention.owner.lower(), mention.repo.lower(), mention.number) != own:
+                    found.append(mention)
+                if len(found) == MAX_MENTIONS:
+                    return found
+    return found
+
+
+def _url_pattern(hosts: Iterable[str]) -> re.Pattern[str]:
+    names = "|".join(sorted({re.escape(h.strip().lower().removeprefix("www.")) for h in hosts if h.strip()}))
+    return re.compile(rf"https?://(?:www\.)?(?:{names})/{_SLUG}/(?:pull|pulls|issues)/(?P<number>\d{{1,10}})"
+                      r"(?![\d])", re.I)
+
+
+def _prose(text: str) -> str:
+    """TEXT with code fences, quoted lines and HTML comments blanked out (a block as an empty line: it
+    ends a paragraph; a comment inside a line as a space)."""
+    lines: list[str] = []
+    fence: str | None = None
+    uncommented = _HTML_COMMENT.sub(lambda m: "\n" if "\n" in m.group() else " ", text.replace("\r\n", "\n"))
+    for line in uncommented.split("\n"):
+        opening = _FENCE.match(line)
+        if fence is not None:
+            if line.strip().startswith(fence) and set(line.strip()) == {fence[0]}:
+                fence = None
+            lines.append("")
+        elif opening:
+            fence = opening.group(1)
+            lines.append("")
+        else:
+            lines.append("" if _QUOTE.match(line) else line)
+    return "\n".join(lines)
+
+
+def _blocks(text: str) -> Iterator[tuple[str, str]]:
+    """("heading" | "item" | "prose", text) of TEXT's prose: blank lines separate blocks, a list item or
+    table row starts one, a heading is one line. Hard-wrapped lines (commit messages) join back."""
+    block: list[str] = []
+    for line in _prose(text).split("\n"):
+        if block and (not line.strip() or _BLOCK_START.match(line) or _HEADING.match(line)):
+            yield _block(" ".join(block))
+            block = []
+        if _HEADING.match(line):
+            yield "heading", _clean(line)
+        elif line.strip():
+            block.append(line.strip())
+    if block:
+        yield _block(" ".join(block))
+
+
+def _block(text: str) -> tuple[str, str]:
+    return ("item" if _ITEM.match(text) else "prose"), _clean(text)
+
+
+def _clean(text: str) -> str:
+    return _LIST_MARK.sub("", " ".join(text.split()))
+
+
+def _sentences(text: str) -> Iterator[tuple[str, str]]:
+    """(previous sentence or "", sentence) for every sentence of TEXT's prose.
+
+    A list under a short lead-in ("Depends on:", "## Follow-ups") reads as one sentence per item, lead-in
+    first ("Depends on: #12"): that is how such lists are meant.
+    """
+    lead = ""
+    for kind, block in _blocks(text):
+        previous = lead if kind == "item" else ""
+        for index, sentence in enumerate(_split_sentences(block)):
+            if index == 0 and kind == "item" and lead:
+                sentence = f"{lead} {sentence}"
+            yield previous, sentence
+            previous = sentence
+        if kind == "heading":
+            lead = f"{block.rstrip(':')}:" if len(block.split()) <= _LEAD_WORDS else ""
+        elif kind == "prose":
+            lead = block if block.endswith(":") and len(block.split()) <= _LEAD_WORDS else ""
+
+
+def _split_sentences(paragraph: str) -> Iterator[str]:
+    """At ". ", "! ", "? ": not after "e.g." and the like, nor inside inline code (`a. b`)."""
+    code = [(span.start(), span.end()) for span in _INLINE_CODE.finditer(paragraph)]  # in order
+    start = 0
+    for end in _SENTENCE_END.finditer(paragraph):
+        head = paragraph[max(start, end.start() - 12):end.start()].rstrip("\"')]")  # the last word
+        before = bisect.bisect_left(code, (end.start(),)) - 1  # the last code span starting before it
+        if _ABBREVIATION.search(head) or (before >= 0 and code[before][1] > end.start()):
+            continue
+        if paragraph[start:end.start()].strip():
+            yield paragraph[start:end.start()].strip()
+        start = end.end()
+    if paragraph[start:].strip():
+        yield paragraph[start:].strip()
+
+
+def _mentions_in(sentence: str, source: Source, owner: str, repo: str, url: re.Pattern[str],
+                 previous: str) -> Iterator[Mention]:
+    taken = bytearray(len(sentence))  # 1 where code, a link or a reference already is
+
+    def take(start: int, end: int) -> None:
+        taken[start:end] = b"\1" * (end - start)
+
+    def free(start: int, end: int) -> bool:
+        return not any(taken[start:end])
+
+    for code in _INLINE_CODE.finditer(sentence):
+        take(code.start(), code.end())
+
+    def mention(target_owner: str, target_repo: str, match: re.Match[str], group: int | str = 0,
+                **extra: str | None) -> Mention:
+        raw = match.groupdict().get("number")
+        return Mention(target_owner, target_repo, int(raw) if raw else None, extra.get("sha"), source,
+                       sentence, match.start(group), match.end(group), extra.get("url"), previous)
+
+    found: list[Mention] = []
+    for link in _ANY_URL.finditer(sentence):  # links first: nothing inside a URL is another reference
+        if not free(link.start(), link.end()):
+            continue
+        take(link.start(), link.end())
+        parsed = url.match(sentence, link.start(), link.end())
+        if parsed and _number_ok(parsed) and _repo_ok(parsed):
+            found.append(mention(parsed["owner"], parsed["repo"], parsed, url=link.group().rstrip(".,;:)")))
+    for match in _REVERTED_COMMIT.finditer(sentence):
+        if free(match.start("sha"), match.end("sha")):
+            found.append(mention(owner, repo, match, "sha", sha=match["sha"].lower()))
+    for pattern in (_CROSS, _LOCAL, _GH):
+        for match in pattern.finditer(sentence):
+            if free(match.start(), match.end()) and _number_ok(match) and _repo_ok(match):
+                take(match.start(), match.end())
+                slug = match.groupdict()
+                found.append(mention(slug.get("owner") or owner, slug.get("repo") or repo, match))
+    yield from sorted(found, key=lambda m: m.start)
+
+
+def _number_ok(match: re.Match[str]) -> bool:
+    return 0 < int(match["number"]) <= MAX_NUMBER
+
+
+def _repo_ok(match: re.Match[str]) -> bool:
+    return match.groupdict().get("repo") not in (".", "..")  # a path, not a repository
