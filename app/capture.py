@@ -88,8 +88,8 @@ def _harness_digest() -> str:
 
 
 def capture_key(policy: Policy) -> str:
-    """Names the cache directory: the policy's digest, and the capture harness that will run under it."""
-    return hashlib.sha256(f"{policy.digest()}:{_harness_digest()}".encode()).hexdigest()[:16]
+    """Names the cache directory: what capture reads of the policy, and the capture harness itself."""
+    return hashlib.sha256(f"{policy.capture_digest()}:{_harness_digest()}".encode()).hexdigest()[:16]
 
 
 def _run_capture(tree: Path, policy: Policy, index: int, scripts: list[str], allow_unsandboxed: bool,

@@ -124,3 +124,21 @@ def test_a_run_stopped_by_the_sandbox_is_reported_and_not_cached(repo: Path, tmp
     [failure] = [f for f in matrix.failed if f.script == "tests/test_stuck.py"]
     assert "timed out" in failure.reason
     assert not list((tmp_path / "cache").rglob("*.json"))
+
+
+def test_policy_keys_capture_does_not_read_keep_the_cache(repo: Path, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = tmp_path / "cache"
+    first, _ = argvs(repo, cache)
+    raw = json.loads(json.dumps(POLICY))
+    raw["severities"] = {"new_rejection": "warning"}
+    raw["validation"]["functions"] = ["arguments:validate"]
+    with monkeypatch.context() as patch:
+        no_sandbox(patch, tmp_path)
+        matrix, cached = capture_matrix(repo, parse_policy(json.dumps(raw), "test"), cache_dir=cache)
+    assert cached and [s.argv for s in matrix.suites] == first
+    raw["harness"]["existing_path_prefixes"] = ["/data/"]  # capture does read this one
+    with monkeypatch.context() as patch:
+        no_sandbox(patch, tmp_path)
+        with pytest.raises(Exception, match="bubblewrap not found"):
+            capture_matrix(repo, parse_policy(json.dumps(raw), "test"), cache_dir=cache)

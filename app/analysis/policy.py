@@ -196,9 +196,10 @@ class Policy(_Strict):
     followups: Followups = Field(default_factory=Followups, description="Severity of unmerged "
                                  "prerequisites and promised follow-ups named in the PR's text.")
 
-    def digest(self) -> str:
-        """Content hash: a cache entry made under another policy is never reused."""
-        canonical = json.dumps(self.model_dump(mode="json", by_alias=True), sort_keys=True)
+    def capture_digest(self) -> str:
+        """Hash of what capture depends on: a change to severities or validation keeps the matrix."""
+        canonical = json.dumps(self.model_dump(mode="json", by_alias=True, include={"matrix", "harness"}),
+                               sort_keys=True)
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
     def touches_validation(self, changed_paths: list[str]) -> bool:
