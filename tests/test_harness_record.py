@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from harness_twin import job, line_of, make_twin, miles_policy, results, run_plain, run_sandboxed, suite
+from harness_twin import (
+    ARGUMENTS,
+    job,
+    line_of,
+    make_twin,
+    miles_policy,
+    results,
+    run_plain,
+    run_sandboxed,
+    suite,
+)
 
 from app.analysis.model import Event, Outcome
 
@@ -97,3 +108,73 @@ def test_record_mode_that_never_ends_is_cut_short_and_the_outcome_kept(tmp_path:
     assert found.outcome.outcome == "rejected"
     assert found.outcome.exception == "ZeroDivisionError"
     assert [(e.kind, e.exception) for e in found.events] == [("error", "ZeroDivisionError")]
+
+
+CHECKS = '''\
+def optional_check(args):
+    raise ValueError("the caller catches this")
+
+
+def strict_check(args):
+    assert args.rollout_batch_size > 100, "strict"
+'''
+
+
+LAZY = '''\
+from miles.utils.checks import strict_check
+
+
+def run_strict(args):
+    try:
+        strict_check(args)
+    except AssertionError:
+        pass
+'''
+
+
+def with_checks(tmp_path: Path, validate_body: str) -> Path:
+    """The twin whose arguments module imports miles.utils.checks at its top: record mode can rewrite it."""
+    source = ARGUMENTS.replace("import argparse\n", "import argparse\nimport miles.utils.checks\n")
+    body = textwrap.indent(textwrap.dedent(validate_body), "    ").rstrip("\n")
+    return make_twin(tmp_path, files={ARGS: source.replace("{validate_body}", body),
+                                      "miles/utils/checks.py": CHECKS, "miles/utils/lazy.py": LAZY})
+
+
+def checked_policy() -> dict[str, Any]:
+    policy = miles_policy()
+    policy["validation"]["functions"] = ["miles.utils.arguments:miles_validate_args",
+                                         "miles.utils.checks:optional_check",
+                                         "miles.utils.checks:strict_check"]
+    return policy
+
+
+def test_an_accepted_suite_is_not_replayed_in_record_mode(tmp_path: Path) -> None:
+    # Replayed, the caught raise would be recorded: an exception the repository handles is no rejection.
+    repo = with_checks(tmp_path, """\
+        try:
+            miles.utils.checks.optional_check(args)
+        except ValueError:
+            pass
+        assert not args.colocate, "no colocate"
+    """)
+    found = results(run_plain(repo, job([suite("plain", QWEN), suite("colocate", f"{QWEN} --colocate")],
+                                        checked_policy())))
+    assert found["plain"].outcome == Outcome("accepted")
+    assert found["plain"].events == ()
+    assert [(e.kind, e.message) for e in found["colocate"].events] == [("raise", "the caller catches this"),
+                                                                       ("assert", "no colocate")]
+
+
+def test_record_mode_also_binds_in_modules_a_suite_imported_itself(tmp_path: Path) -> None:
+    # The leader finds the bindings once; `lazy` is imported only by the colocate suite, in its own child.
+    repo = with_checks(tmp_path, """\
+        if args.colocate:
+            from miles.utils.lazy import run_strict
+            run_strict(args)
+        assert not args.colocate, "no colocate"
+    """)
+    found = results(run_plain(repo, job([suite("plain", QWEN), suite("colocate", f"{QWEN} --colocate")],
+                                        checked_policy())))
+    assert found["plain"].outcome == Outcome("accepted")
+    assert [(e.kind, e.function, e.message) for e in found["colocate"].events] == [
+        ("assert", "strict_check", "strict"), ("assert", "miles_validate_args", "no colocate")]

@@ -242,3 +242,89 @@ def test_repository_modules_named_like_the_harness_are_the_repository_own(tmp_pa
     """, files={"common/__init__.py": 'OWNER = "repository"\n', "record.py": 'OWNER = "repository"\n'})
     found = results(run_plain(repo, job([suite("shadow", QWEN)])))["shadow"]
     assert found.outcome == Outcome("accepted"), found.outcome
+
+
+TRACED_BODY = """\
+    import sys
+    assert sys.gettrace() is None, "the harness set a tracer"
+
+    def helper(value):
+        \"\"\"Helper doc.\"\"\"
+        return value + 1
+
+    assert helper.__doc__ == "Helper doc." and helper(1) == 2
+    if args.lora_rank > 8:
+        size = 3
+    elif args.lora_rank > 0:
+        size = 2
+    else:
+        size = 1
+    try:
+        {}["missing"]
+    except KeyError:
+        size += 10
+    assert size < 12 or args.rollout_batch_size > 8, "lora needs a bigger batch"
+"""
+
+
+def test_traced_statements_report_themselves_and_nothing_else_changes(tmp_path: Path) -> None:
+    repo = make_twin(tmp_path, TRACED_BODY)
+    markers = ["sys.gettrace()", '"""Helper doc."""', "return value + 1", "elif args.lora_rank", "size = 2",
+               "size += 10", "assert size < 12"]
+    line = {marker: line_of(repo, ARGS, marker) for marker in markers}
+    found = results(run_sandboxed(repo, job([suite("lora", f"{QWEN} --lora-rank 4"), suite("plain", QWEN)],
+                                            trace={ARGS: sorted(line.values())})))
+    # no tracer is left for the repository to see; the docstring stays one; the rejection keeps its line
+    assert found["lora"].outcome == Outcome("rejected", "AssertionError", "lora needs a bigger batch", ARGS,
+                                            line["assert size < 12"])
+    assert found["plain"].outcome == Outcome("accepted")
+    ran = [line[m] for m in markers if m not in ('"""Helper doc."""', "size = 2")]
+    assert found["lora"].lines_hit == {ARGS: tuple(sorted([*ran, line["size = 2"]]))}
+    assert found["plain"].lines_hit == {ARGS: tuple(ran)}
+
+
+def test_the_terminal_size_argparse_asks_for_is_the_one_the_suite_would_see(tmp_path: Path) -> None:
+    repo = make_twin(tmp_path, """\
+        import shutil
+        columns = os.environ.get("COLUMNS")
+        assert tuple(shutil.get_terminal_size()) == (int(columns or 80), 24), shutil.get_terminal_size()
+        assert tuple(shutil.get_terminal_size((100, 50))) == (int(columns or 100), 50)
+    """)
+    # the sandbox's environment has neither COLUMNS nor LINES: only the suite can set them
+    found = results(run_sandboxed(repo, job([suite("plain", QWEN),
+                                             suite("wide", QWEN, env={"COLUMNS": "123"})])))
+    assert found["plain"].outcome == Outcome("accepted"), found["plain"].outcome
+    assert found["wide"].outcome == Outcome("accepted"), found["wide"].outcome
+
+
+CACHED_SWITCH = """\
+    cache = globals().setdefault("_STRICT", [])
+    if not cache:
+        cache.append(os.environ.get("MILES_STRICT") == "1")
+    assert False, f"strict={cache[0]} imported by {IMPORTED_BY}"
+"""
+
+
+def test_a_variable_read_at_call_time_costs_a_warm_up_not_an_import(tmp_path: Path) -> None:
+    source = ARGUMENTS.replace("{validate_body}", CACHED_SWITCH.rstrip("\n"))
+    repo = make_twin(tmp_path, files={ARGS: source + "\nIMPORTED_BY = os.getpid()\n"})
+    strict = {"MILES_STRICT": "1"}
+    found = results(run_sandboxed(repo, job([suite("lenient", QWEN), suite("strict", QWEN, env=strict),
+                                             suite("lenient-too", QWEN),
+                                             suite("strict-too", QWEN, env=strict)])))
+    messages = {suite_id: result.outcome.message or "" for suite_id, result in found.items()}
+    # the value the warm-up cached never reaches a suite that sets the variable otherwise ...
+    assert {s: m.split()[0] for s, m in messages.items()} == {
+        "lenient": "strict=False", "lenient-too": "strict=False", "strict": "strict=True",
+        "strict-too": "strict=True"}
+    # ... and all four share one import
+    assert len({m.split()[-1] for m in messages.values()}) == 1
+
+
+def test_a_leader_dying_at_import_costs_only_the_suites_of_its_environment(tmp_path: Path) -> None:
+    crash = 'if os.environ.get("CRASH") == "1":\n    os._exit(3)\n'
+    repo = make_twin(tmp_path, files={ARGS: ARGUMENTS.replace("{validate_body}", "    pass") + crash})
+    found = results(run_plain(repo, job([suite("crashes", QWEN, env={"CRASH": "1"}), suite("fine", QWEN)])))
+    assert found["crashes"].outcome.outcome == "error"
+    assert "exited with status 3" in (found["crashes"].outcome.message or "")
+    assert found["fine"].outcome == Outcome("accepted")

@@ -148,12 +148,15 @@ def test_errors_at_both_revisions_are_not_findings() -> None:
 
 
 # --- record mode --------------------------------------------------------------------------------------
+# Events are compared for suites both revisions reject (harness noise stops both early); the harness runs
+# record mode only for suites it did not accept.
+
+NOISE = rejected(1, "missing file", exception="FileNotFoundError")
 
 def test_a_new_assert_is_found_even_when_both_revisions_fail_early() -> None:
     group = suites(2)
-    noise = rejected(1, "missing file", exception="FileNotFoundError")
-    base = results(group, noise, events=(event(3),))
-    head = results(group, noise, events=(event(3), event(6, text="assert not args.colocate",
+    base = results(group, NOISE, events=(event(3),))
+    head = results(group, NOISE, events=(event(3), event(6, text="assert not args.colocate",
                                                          message="no colocate")))
     findings = judge(matrix(group), base, head, DIFF, POLICY)
     assert kinds(findings) == [("new_rejection", "blocking")]
@@ -165,24 +168,24 @@ def test_a_new_assert_is_found_even_when_both_revisions_fail_early() -> None:
 def test_events_at_shifted_lines_match_their_base_event() -> None:
     group = suites(1)
     # base line 12 is head line 14 (two lines inserted above); the message differs, the place does not
-    base = results(group, ACCEPTED, events=(event(12, message="value 1"),))
-    head = results(group, ACCEPTED, events=(event(14, message="value 2"),))
+    base = results(group, NOISE, events=(event(12, message="value 1"),))
+    head = results(group, NOISE, events=(event(14, message="value 2"),))
     assert judge(matrix(group), base, head, DIFF, POLICY) == []
 
 
 def test_an_event_at_a_shifted_line_of_another_kind_is_new() -> None:
     group = suites(1)
-    base = results(group, ACCEPTED, events=(event(12, message="value 1"),))
-    head = results(group, ACCEPTED, events=(event(14, kind="raise", exception="ValueError",
-                                                  text="raise ValueError(x)", message="x"),))
+    base = results(group, NOISE, events=(event(12, message="value 1"),))
+    head = results(group, NOISE, events=(event(14, kind="raise", exception="ValueError",
+                                               text="raise ValueError(x)", message="x"),))
     assert kinds(judge(matrix(group), base, head, DIFF, POLICY)) == [("new_rejection", "blocking")]
 
 
 def test_an_event_on_a_changed_line_matches_by_function_text_and_message() -> None:
     group = suites(1)
     # head line 12 (base line 10) was edited: no line mapping, but the same statement failed the same way
-    base = results(group, ACCEPTED, events=(event(10, text="assert args.a", message="a is required"),))
-    head = results(group, ACCEPTED, events=(event(12, text="assert args.a", message="a is required"),))
+    base = results(group, NOISE, events=(event(10, text="assert args.a", message="a is required"),))
+    head = results(group, NOISE, events=(event(12, text="assert args.a", message="a is required"),))
     assert DIFF.to_base(ARGS, 12) is None
     assert judge(matrix(group), base, head, DIFF, POLICY) == []
 
@@ -192,17 +195,17 @@ def test_a_duplicated_helper_call_is_not_a_new_event() -> None:
     # the PR copied an existing check into the two new lines 6-7: the copy fails exactly like the original
     original = event(3, function="validate", text="assert_positive(args.lr)", message="lr must be > 0")
     copy = event(7, function="validate", text="assert_positive(args.lr)", message="lr must be > 0")
-    base = results(group, ACCEPTED, events=(original,))
-    head = results(group, ACCEPTED, events=(original, copy))
+    base = results(group, NOISE, events=(original,))
+    head = results(group, NOISE, events=(original, copy))
     assert DIFF.in_diff(ARGS, 7)
     assert judge(matrix(group), base, head, DIFF, POLICY) == []
 
 
 def test_the_same_text_with_another_message_is_new() -> None:
     group = suites(1)
-    base = results(group, ACCEPTED, events=(event(3, message="lr must be > 0"),))
-    head = results(group, ACCEPTED, events=(event(3, message="lr must be > 0"),
-                                             event(7, message="lr must be < 1")))
+    base = results(group, NOISE, events=(event(3, message="lr must be > 0"),))
+    head = results(group, NOISE, events=(event(3, message="lr must be > 0"),
+                                          event(7, message="lr must be < 1")))
     assert [f.line for f in judge(matrix(group), base, head, DIFF, POLICY)] == [7]
 
 
@@ -210,16 +213,16 @@ def test_a_new_error_event_blocks_only_in_the_diff() -> None:
     group = suites(1)
     errors = (event(6, kind="error", exception="TypeError", text="x = args.a + 1", message="bad operand"),
               event(16, kind="error", exception="KeyError", text="d[k]", message="'k'"))
-    findings = judge(matrix(group), results(group, ACCEPTED), results(group, ACCEPTED, events=errors),
-                       DIFF, POLICY)
+    findings = judge(matrix(group), results(group, NOISE), results(group, NOISE, events=errors),
+                     DIFF, POLICY)
     assert [(f.line, f.severity, f.in_diff) for f in findings] == [(6, "blocking", True),
                                                                    (16, "warning", False)]
 
 
 def test_suites_with_the_same_new_event_are_grouped() -> None:
     first, second = suites(2, "tests/test_a.py"), suites(1, "tests/test_b.py")
-    head = results(first + second, ACCEPTED, events=(event(6, message="m"),))
-    findings = judge(matrix(first, second), results(first + second, ACCEPTED), head, DIFF, POLICY)
+    head = results(first + second, NOISE, events=(event(6, message="m"),))
+    findings = judge(matrix(first, second), results(first + second, NOISE), head, DIFF, POLICY)
     assert len(findings) == 1
     assert findings[0].suites == tuple(s.id for s in first + second)
     assert findings[0].scripts == ("tests/test_a.py", "tests/test_b.py")
@@ -235,6 +238,25 @@ def test_a_suite_reported_by_outcome_is_not_reported_again_from_its_event() -> N
     findings = judge(matrix(first, second), base, head, DIFF, POLICY)
     by_origin = sorted((f.suites, "record mode" in f.message) for f in findings)
     assert by_origin == [((first[0].id,), False), ((second[0].id,), True)]
+
+
+def test_events_of_a_suite_either_revision_accepts_are_not_compared() -> None:
+    accepted, fixed = suites(1, "tests/test_a.py"), suites(1, "tests/test_b.py")
+    caught = (event(6, kind="error", exception="KeyError", text="d[k]", message="'k'"),)
+    # an accepted run's events are exceptions the repository caught itself: no rejection
+    base = results(accepted, ACCEPTED) | results(fixed, rejected(3, "old check"))
+    head = results(accepted + fixed, ACCEPTED, events=caught)
+    findings = judge(matrix(accepted, fixed), base, head, DIFF, POLICY)
+    assert [(f.kind, f.suites) for f in findings] == [("fixed", (fixed[0].id,))]
+
+
+def test_a_new_rejection_by_outcome_is_not_judged_again_by_its_events() -> None:
+    group = suites(1)
+    # base accepts, head rejects at line 6 and record mode also trips line 7: the outcome finding covers it
+    head = results(group, rejected(6, "no colocate"), events=(event(6, message="no colocate"),
+                                                              event(7, message="lr must be < 1")))
+    findings = judge(matrix(group), results(group, ACCEPTED), head, DIFF, POLICY)
+    assert [(f.kind, f.line, "record mode" in f.message) for f in findings] == [("new_rejection", 6, False)]
 
 
 # --- learned attributes -------------------------------------------------------------------------------

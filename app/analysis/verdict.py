@@ -38,8 +38,16 @@ class _Pair:
 
     @property
     def comparable(self) -> bool:
-        """Both revisions ran the suite to an end, so their events and flags can be compared."""
+        """Both revisions ran the suite to an end, so their flags and learned attributes can be compared."""
         return self.base.outcome.outcome != "error" and self.head.outcome.outcome != "error"
+
+    @property
+    def rejected_at_both(self) -> bool:
+        """Both revisions rejected the suite: the case record mode is for, where noise the harness causes
+        (a missing file, absent upstream code) stops both early and only the events tell them apart. A
+        suite accepted at either revision is judged by its outcomes, and the harness runs record mode
+        only for suites it did not accept."""
+        return self.base.outcome.outcome == "rejected" and self.head.outcome.outcome == "rejected"
 
 
 class _Groups(Generic[Key]):
@@ -67,7 +75,7 @@ def verdict(matrix: Matrix, base: Mapping[str, SuiteResult], head: Mapping[str, 
     removed, removed_names, explained = _removed_flags(pairs, policy)
     rejections = _outcome_rejections(pairs, diff, policy, explained)
     reported = {(s, f.path, f.line) for f in rejections for s in f.suites}
-    findings = [*removed, *rejections, *_new_events(pairs, diff, policy, reported),
+    findings = [*removed, *rejections, *_new_events(pairs, diff, policy),
                 *_learned_attributes(pairs, diff, policy, reported), *_newly_tolerated(pairs, removed_names),
                 *_fixed(pairs), *_new_errors(pairs, diff, policy), *_capture_failures(matrix)]
     if traced is None:
@@ -161,16 +169,19 @@ def _is_new(event: Event, base_events: tuple[Event, ...], diff: TreeDiff) -> boo
     return True
 
 
-def _new_events(pairs: list[_Pair], diff: TreeDiff, policy: Policy,
-                reported: set[tuple[str, str | None, int | None]]) -> list[Finding]:
+def _new_events(pairs: list[_Pair], diff: TreeDiff, policy: Policy) -> list[Finding]:
+    """Record-mode events only the head has, for suites both revisions reject.
+
+    A suite base accepts and head rejects is an outcome finding already (or a removed flag); one that
+    either revision accepts has no events to compare (record mode did not run for it).
+    """
     groups: _Groups[tuple[str, int, str, str]] = _Groups()
     first: dict[tuple[str, int, str, str], Event] = {}
     for pair in pairs:
-        if not pair.comparable:
+        if not pair.rejected_at_both:
             continue
         for event in pair.head.events:
-            if (pair.suite.id, event.path, event.line) in reported \
-                    or not _is_new(event, pair.base.events, diff):
+            if not _is_new(event, pair.base.events, diff):
                 continue
             key = (event.path, event.line, event.kind, event.exception)
             first.setdefault(key, event)

@@ -1,8 +1,13 @@
-"""Group leaders: one import and warm-up per environment group, then a forked child per suite.
+"""Leaders: one import per environment the import reads, one warm-up per environment the warm-up reads,
+then a forked child per suite.
 
 Runs INSIDE the sandbox: imports nothing of `app`, only the standard library and sibling harness modules.
-The leader streams one line per suite back to the main process, which alone writes to the runner; a leader
-that dies or stalls therefore costs only the suites it had not reported yet.
+Processes: main -> leader (imports the revision) -> warm leader (warms it up) -> one child per suite. A
+leader and a warm leader each note the environment variables read while building the state they pass on
+(envprobe) and decline the suites that set one of them differently from their own suite: a suite declined
+by a leader gets another leader (another import); one declined by a warm leader gets another warm leader,
+forked from the same import. Each process streams one line per suite to its parent, and only the main
+process writes to the runner: a process that dies or stalls costs only the suites it had not reported yet.
 """
 
 from __future__ import annotations
@@ -16,16 +21,17 @@ import signal
 import time
 import traceback
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # inside the sandbox the harness directory is on sys.path, siblings are top-level modules
-    from app.sandbox.harness import common, suiterun
+    from app.sandbox.harness import common, envprobe, suiterun
 else:
     import common
+    import envprobe
     import suiterun
 
-GRACE_SECONDS = 5.0  # a leader's own bookkeeping between two suite results
+GRACE_SECONDS = 5.0  # a process's own bookkeeping between two suite results
 STDERR_TAIL_BYTES = 2000
 MAX_LINE_BYTES = 16 * 1024 * 1024
 
@@ -36,7 +42,7 @@ class ImportFailure(Exception):
 
 @dataclass(frozen=True)
 class Group:
-    """Suites that import the revision under the same environment."""
+    """Suites for one warm leader."""
 
     suites: list[dict[str, Any]]
     warm_up: bool = True
@@ -44,7 +50,7 @@ class Group:
 
 @dataclass
 class Report:
-    """Where a group's results go, in the main process."""
+    """Where results go: the runner (in the main process) or the parent's pipe (in a leader)."""
 
     result: Callable[[dict[str, Any]], None]  # a SuiteResult as JSON
     failure: Callable[[dict[str, Any], str], None]  # a suite that has no result, and why
@@ -52,61 +58,137 @@ class Report:
 
 
 OpenRevision = Callable[[dict[str, Any]], suiterun.Revision]  # suite whose environment imports -> revision
+Send = Callable[[dict[str, Any]], None]
 
 
-def run_group(group: Group, open_revision: OpenRevision, *, workers: int, suite_seconds: float,
-              report: Report) -> None:
-    """Run the group's suites under a forked leader; every suite reaches `report` exactly once."""
-    pending = {suite["id"]: suite for suite in group.suites}
-    phase, reason, import_error = _follow_leader(group, open_revision, workers, suite_seconds, report,
-                                                 pending)
-    if import_error is not None:
-        report.import_failure(import_error)
-        reason = import_error
-    elif pending and group.warm_up and phase == "imported":
-        # The warm-up suite killed or hung the leader: a leader that skips warm-up isolates it in a child.
-        retry = Group([s for s in group.suites if s["id"] in pending], warm_up=False)
-        run_group(retry, open_revision, workers=workers, suite_seconds=suite_seconds, report=report)
-        return
-    for suite in pending.values():
-        report.failure(suite, reason or "the group leader ended without reporting it")
+def run_all(suites: list[dict[str, Any]], open_revision: OpenRevision, *, workers: int, suite_seconds: float,
+            report: Report) -> None:
+    """In the main process: every suite reaches `report` exactly once."""
+    pending = list(suites)
+    while pending:
+        pending = _run_leader(pending, open_revision, workers, suite_seconds, report)
 
 
-def _follow_leader(group: Group, open_revision: OpenRevision, workers: int, suite_seconds: float,
-                   report: Report, pending: dict[str, dict[str, Any]]) -> tuple[str, str, str | None]:
-    """Fork the leader and relay its lines until it ends: (phase reached, why it ended, import error).
+def _run_leader(suites: list[dict[str, Any]], open_revision: OpenRevision, workers: int,
+                suite_seconds: float, report: Report) -> list[dict[str, Any]]:
+    """A leader importing under `suites[0]`'s environment; returns the suites it declined.
 
-    Phases: "started", "imported" (the entry imported), "warm" (warm-up done, suites running).
+    Its stall limit leaves room for a warm leader's (a hung warm-up is the leader's to handle).
     """
+    pending = {suite["id"]: suite for suite in suites}
+    ended = _follow(lambda send: _lead(suites, open_revision, workers, suite_seconds, send), pending, report,
+                    stall_seconds=suite_seconds + 2 * GRACE_SECONDS, busy="timed out importing the revision")
+    if ended.import_error is not None:
+        report.import_failure(ended.import_error)
+    declined = ended.declined
+    if ended.phase == "started":
+        # No import: a suite with another environment may still import, and gets a leader of its own.
+        own = envprobe.whole_environment(suites[0])
+        declined += [pending.pop(i) for i, s in list(pending.items()) if envprobe.whole_environment(s) != own]
+    for suite in pending.values():
+        report.failure(suite, ended.import_error or ended.reason)
+    return declined
+
+
+def _lead(suites: list[dict[str, Any]], open_revision: OpenRevision, workers: int, suite_seconds: float,
+          send: Send) -> None:
+    """The leader: import under the first suite's environment, then a warm leader per warm-up environment."""
+    watcher = envprobe.EnvironmentWatcher()
+    try:
+        with watcher.watching():
+            revision = open_revision(suites[0])
+    except ImportFailure as exc:
+        send({"kind": "import_error", "reason": str(exc)})
+        return
+    mine, declined = watcher.split(suites, suites[0])
+    send({"kind": "ready", "declined": [s["id"] for s in declined]})
+    relay = Report(result=lambda result: send({"kind": "suite", "result": result}),
+                   failure=lambda s, why: send({"kind": "failed", "suite_id": s["id"], "reason": why}),
+                   import_failure=lambda reason: None)
+    while mine:
+        mine = _run_warm_leader(Group(mine), revision, workers, suite_seconds, relay, send)
+
+
+def _run_warm_leader(group: Group, revision: suiterun.Revision, workers: int, suite_seconds: float,
+                     relay: Report, send: Send) -> list[dict[str, Any]]:
+    """In a leader: a warm leader for the group; returns the suites it declined."""
+    send({"kind": "alive"})  # the parent's stall limit starts again with each warm leader
+    pending = {suite["id"]: suite for suite in group.suites}
+    ended = _follow(lambda out: _warm_lead(group, revision, workers, suite_seconds, out), pending, relay,
+                    stall_seconds=suite_seconds + GRACE_SECONDS, busy="timed out warming up")
+    if pending and group.warm_up and ended.phase == "started":
+        # The warm-up suite killed or hung the warm leader: one that skips warm-up isolates it in a child.
+        retry = Group([s for s in group.suites if s["id"] in pending], warm_up=False)
+        return _run_warm_leader(retry, revision, workers, suite_seconds, relay, send)
+    for suite in pending.values():
+        relay.failure(suite, ended.reason)
+    return ended.declined
+
+
+def _warm_lead(group: Group, revision: suiterun.Revision, workers: int, suite_seconds: float,
+               send: Send) -> None:
+    """The warm leader: warm up with the first suite, then fork a child per suite that agrees with it."""
+    watcher = envprobe.EnvironmentWatcher()
+    with watcher.watching():
+        suiterun.warm_up(revision, group.suites[0] if group.warm_up else None)
+    mine, declined = watcher.split(group.suites, group.suites[0])
+    send({"kind": "ready", "declined": [s["id"] for s in declined]})
+    gc.freeze()  # children then share the leader's heap pages instead of copying them on first touch
+    common.run_forked(mine, lambda suite: suiterun.run_suite(revision, suite), workers=workers,
+                      timeout=suite_seconds,
+                      on_result=lambda suite, result: send({"kind": "suite", "result": result}),
+                      on_failure=lambda suite, why: send({"kind": "failed", "suite_id": suite["id"],
+                                                         "reason": why}))
+
+
+@dataclass
+class _Ended:
+    phase: str  # "started", or "ready" once the process built its state
+    reason: str  # why it ended, for the suites it did not report
+    import_error: str | None = None
+    declined: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _follow(work: Callable[[Send], None], pending: dict[str, dict[str, Any]], report: Report, *,
+            stall_seconds: float, busy: str) -> _Ended:
+    """Fork a process running `work(send)` and relay its lines until it ends; reported suites leave
+    `pending`, declined ones move to the result. `busy` says why it stalled before it was ready."""
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(read_fd)
-        _lead(group, open_revision, workers, suite_seconds, write_fd)
+        _become(lambda: work(lambda message: _write_line(write_fd, message)))
     os.close(write_fd)
-    phase, import_error, stalled = "started", None, None
-    deadline = _Deadline(suite_seconds + GRACE_SECONDS)
+    ended = _Ended("started", "")
+    stalled = None
+    deadline = _Deadline(stall_seconds)
     with os.fdopen(read_fd, "rb") as lines:
         for message in _lines(lines.fileno(), deadline):
             if message is None:
-                stalled = {"started": "timed out importing the revision",
-                           "imported": "timed out warming up"}.get(phase, "stalled")
+                stalled = busy if ended.phase == "started" else "stalled"
                 _kill(pid)
                 break
-            deadline.extend(suite_seconds + GRACE_SECONDS)
-            kind, suite_id = message.get("kind"), _suite_id(message)
-            if kind in ("imported", "warm"):
-                phase = kind
-            elif kind == "import_error":
-                import_error = str(message.get("reason"))
-            elif kind == "suite" and suite_id in pending:
-                del pending[suite_id]
-                report.result(message["result"])
-            elif kind == "failed" and suite_id in pending:
-                report.failure(pending.pop(suite_id), str(message.get("reason")))
-    status = _reap(pid)
-    reason = stalled or f"the group leader {_describe(status)}"
-    return phase, _with_tail(reason, pid), import_error
+            deadline.extend(stall_seconds)
+            _take(message, ended, pending, report)
+    ended.reason = _with_tail(stalled or f"the group leader {_describe(_reap(pid))}", pid)
+    return ended
+
+
+def _take(message: dict[str, Any], ended: _Ended, pending: dict[str, dict[str, Any]], report: Report) -> None:
+    kind, suite_id = message.get("kind"), _suite_id(message)
+    if kind == "ready":
+        ended.phase = "ready"
+        declined = message.get("declined")
+        for declined_id in declined if isinstance(declined, list) else ():
+            if isinstance(declined_id, str) and declined_id in pending:
+                ended.declined.append(pending.pop(declined_id))
+    elif kind == "import_error":
+        ended.import_error = str(message.get("reason"))
+    elif kind == "suite" and suite_id in pending:
+        del pending[suite_id]
+        report.result(message["result"])
+    elif kind == "failed" and suite_id in pending:
+        report.failure(pending.pop(suite_id), str(message.get("reason")))
 
 
 class _Deadline:
@@ -156,37 +238,18 @@ def _parse(line: bytes) -> dict[str, Any] | None:
     return message if isinstance(message, dict) else None
 
 
-def _lead(group: Group, open_revision: OpenRevision, workers: int, suite_seconds: float, out: int) -> None:
-    """The leader process: never returns."""
+def _become(work: Callable[[], None]) -> None:
+    """The forked leader or warm leader: never returns."""
     code = 0
     try:
-        os.setpgid(0, 0)  # so that killing the leader also kills what repository code started
+        os.setpgid(0, 0)  # so that killing it also kills what repository code started
         _stderr_to_file(os.getpid())
-        _serve_group(group, open_revision, workers, suite_seconds, lambda m: _write_line(out, m))
-    except BaseException:  # the leader must always reach _exit
+        work()
+    except BaseException:  # it must always reach _exit
         traceback.print_exc()
         code = 70
     finally:
         os._exit(code)
-
-
-def _serve_group(group: Group, open_revision: OpenRevision, workers: int, suite_seconds: float,
-                 send: Callable[[dict[str, Any]], None]) -> None:
-    try:
-        revision = open_revision(group.suites[0])
-    except ImportFailure as exc:
-        send({"kind": "import_error", "reason": str(exc)})
-        return
-    send({"kind": "imported"})
-    if group.warm_up:
-        suiterun.run_suite(revision, group.suites[0])  # lazy imports and caches, done once for the group
-    send({"kind": "warm"})
-    gc.freeze()  # children then share the leader's heap pages instead of copying them on first touch
-    common.run_forked(group.suites, lambda suite: suiterun.run_suite(revision, suite), workers=workers,
-                      timeout=suite_seconds,
-                      on_result=lambda suite, result: send({"kind": "suite", "result": result}),
-                      on_failure=lambda suite, why: send({"kind": "failed", "suite_id": suite["id"],
-                                                         "reason": why}))
 
 
 def _write_line(fd: int, message: dict[str, Any]) -> None:

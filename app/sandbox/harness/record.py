@@ -11,6 +11,7 @@ import __future__
 
 import ast
 import copy
+import gc
 import sys
 import types
 from collections.abc import Callable
@@ -41,12 +42,13 @@ class Recorder:
     def reset(self) -> None:
         self.events = {}
 
-    def bound(self, path: str, function: str) -> Callable[[str, int, str, Any], None]:
-        """The callable a rewritten function reports to: `rec(kind, line, text, value)`."""
+    def bound(self, path: str, function: str,
+              texts: Callable[[int], str]) -> Callable[[str, int, int, Any], None]:
+        """The callable a rewritten function reports to: `rec(kind, line, statement index, value)`."""
 
-        def rec(kind: str, line: int, text: str, value: Any) -> None:
+        def rec(kind: str, line: int, index: int, value: Any) -> None:
             exception, message = _describe(kind, value)
-            event = {"kind": kind, "path": path, "line": line, "function": function, "text": text,
+            event = {"kind": kind, "path": path, "line": line, "function": function, "text": texts(index),
                      "exception": exception, "message": message[:MAX_MESSAGE]}
             self.events.setdefault(tuple(event.values()), event)
 
@@ -90,25 +92,33 @@ class Rewrite:
     owner: type | None  # the class of a method, else None
 
 
-def prepare(targets: list[str], repo: str) -> list[Rewrite]:
+def prepare(targets: list[str], repo: str) -> Rewrites:
     """Rewrite every 'module:function' (or 'module:Class.method') that exists at this revision."""
+    # A 3,000-line validator makes some 100,000 AST nodes, enough to set off collections that walk the
+    # whole imported heap; the nodes form no cycles, and refcounting frees what is not kept.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return Rewrites([r for r in (_prepared(target, repo) for target in targets) if r is not None])
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _prepared(target: str, repo: str) -> Rewrite | None:
+    found = _resolve(target)
+    if found is None:
+        return None
+    original, owner = found
+    filename = original.__code__.co_filename
     prefix = repo.rstrip("/") + "/"
-    rewrites = []
-    for target in targets:
-        found = _resolve(target)
-        if found is None:
-            continue
-        original, owner = found
-        filename = original.__code__.co_filename
-        if not filename.startswith(prefix) or original.__code__.co_freevars:
-            continue  # a closure cannot be recompiled on its own
-        try:
-            rewritten = _rewrite(original, filename[len(prefix):])
-        except Exception:  # a construct the rewrite does not handle: no record mode for it, outcomes stay
-            continue
-        if rewritten is not None:
-            rewrites.append(Rewrite(original, rewritten, owner))
-    return rewrites
+    if not filename.startswith(prefix) or original.__code__.co_freevars:
+        return None  # a closure cannot be recompiled on its own
+    try:
+        rewritten = _rewrite(original, filename[len(prefix):])
+    except Exception:  # a construct the rewrite does not handle: no record mode for it, outcomes stay
+        return None
+    return None if rewritten is None else Rewrite(original, rewritten, owner)
 
 
 def _resolve(target: str) -> tuple[types.FunctionType, type | None] | None:
@@ -129,27 +139,54 @@ def _resolve(target: str) -> tuple[types.FunctionType, type | None] | None:
 Binding = tuple[Any, str, types.FunctionType]  # (module namespace dict or class, name, original)
 
 
-def install(rewrites: list[Rewrite]) -> list[Binding]:
-    """Bind each rewritten function wherever its original is bound (module globals, its class).
+class Rewrites:
+    """A revision's rewrites and the module globals their originals are bound to.
 
-    Returns the bindings replaced, for `restore`.
+    Searching every module's namespace costs about 20 ms: a warm leader searches once after its warm-up,
+    its forked children inherit what it found and only swap the bindings, after searching the modules
+    they imported themselves (well under a millisecond). A namespace is searched once: an original that
+    repository code binds at call time into a module searched before is not replaced there.
     """
-    replacing = {id(r.original): r for r in rewrites}
-    replaced: list[Binding] = []
-    for module in list(sys.modules.values()):
-        namespace = getattr(module, "__dict__", None)
-        if not isinstance(namespace, dict):
-            continue
-        for name, value in list(namespace.items()):
-            rewrite = replacing.get(id(value))
-            if rewrite is not None and value is rewrite.original:
+
+    def __init__(self, rewrites: list[Rewrite]) -> None:
+        self.rewrites = rewrites
+        self._by_original = {id(r.original): r for r in rewrites}
+        self._bound: list[tuple[dict[str, Any], str, Rewrite]] = []
+        self._searched: dict[int, dict[str, Any]] = {}  # held, so that an id is never reused meanwhile
+
+    def __bool__(self) -> bool:
+        return bool(self.rewrites)
+
+    def find_bindings(self) -> None:
+        """Note where each original is bound in the globals of every module not searched yet."""
+        if not self.rewrites:
+            return
+        for module in list(sys.modules.values()):
+            namespace = getattr(module, "__dict__", None)
+            if not isinstance(namespace, dict) or id(namespace) in self._searched:
+                continue
+            self._searched[id(namespace)] = namespace
+            for name, value in list(namespace.items()):
+                rewrite = self._by_original.get(id(value))
+                if rewrite is not None and value is rewrite.original:
+                    self._bound.append((namespace, name, rewrite))
+
+    def install(self) -> list[Binding]:
+        """Bind each rewritten function wherever its original is bound (module globals, its class).
+
+        Returns the bindings replaced, for `restore`.
+        """
+        self.find_bindings()
+        replaced: list[Binding] = []
+        for namespace, name, rewrite in self._bound:
+            if namespace.get(name) is rewrite.original:
                 namespace[name] = rewrite.rewritten
                 replaced.append((namespace, name, rewrite.original))
-    for rewrite in rewrites:
-        if rewrite.owner is not None:
-            setattr(rewrite.owner, rewrite.original.__name__, rewrite.rewritten)
-            replaced.append((rewrite.owner, rewrite.original.__name__, rewrite.original))
-    return replaced
+        for rewrite in self.rewrites:
+            if rewrite.owner is not None:
+                setattr(rewrite.owner, rewrite.original.__name__, rewrite.rewritten)
+                replaced.append((rewrite.owner, rewrite.original.__name__, rewrite.original))
+        return replaced
 
 
 def restore(bindings: list[Binding]) -> None:
@@ -170,18 +207,47 @@ def _rewrite(original: types.FunctionType, path: str) -> types.FunctionType | No
     node = _find_definition(tree, code)
     if node is None:
         return None
-    definition = _Rewriter().rewrite_definition(node)
+    rewriter = _Rewriter()
+    definition = rewriter.rewrite_definition(node)  # in place: the tree is this call's own
     result = ast.Return(ast.Name(node.name, ast.Load()))
     factory = ast.FunctionDef(name=FACTORY, args=_parameters(RECORDER, CAUGHT), body=[definition, result],
                               decorator_list=[], returns=None, type_comment=None)
-    module = ast.Module(body=[ast.copy_location(factory, node)], type_ignores=[])
-    ast.fix_missing_locations(module)
+    module = ast.Module(body=[_located(factory, node)], type_ignores=[])
     compiled = compile(module, code.co_filename, "exec", flags=code.co_flags & _FUTURE_FLAGS,
                        dont_inherit=True)
     scope: dict[str, Any] = {}
     exec(compiled, original.__globals__, scope)
-    rewritten = scope[FACTORY](recorder.bound(path, original.__qualname__), (Exception, SystemExit))
-    return _like(rewritten, original)
+    rec = recorder.bound(path, original.__qualname__, _Texts(rewriter.statements))
+    return _like(scope[FACTORY](rec, (Exception, SystemExit)), original)
+
+
+def _located(node: ast.AST, like: ast.AST) -> Any:
+    """`node` and the nodes the rewrite made under it, at `like`'s location; returns `node`.
+
+    Parsed nodes have their locations (and so have their subtrees): the walk stops at them, where
+    ast.fix_missing_locations would walk the whole function once more.
+    """
+    if "lineno" in node._attributes and getattr(node, "lineno", None) is None:
+        ast.copy_location(node, like)
+    for child in ast.iter_child_nodes(node):
+        if getattr(child, "lineno", None) is None:
+            _located(child, like)
+    return node
+
+
+class _Texts:
+    """Each rewritten statement's text, made the first time an event needs it: unparsing every statement
+    of a 3,000-line validator up front would cost more than the rest of its rewrite."""
+
+    def __init__(self, statements: list[ast.stmt]) -> None:
+        self.statements = statements
+        self.made: dict[int, str] = {}
+
+    def __call__(self, index: int) -> str:
+        text = self.made.get(index)
+        if text is None:
+            text = self.made[index] = statement_text(self.statements[index])
+        return text
 
 
 def _find_definition(tree: ast.Module, code: types.CodeType) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
@@ -229,10 +295,13 @@ def statement_text(statement: ast.stmt) -> str:
 
 
 class _Rewriter:
-    """Turns a function body into its record-mode form."""
+    """Turns a function body into its record-mode form (in place)."""
+
+    def __init__(self) -> None:
+        self.statements: list[ast.stmt] = []  # a recorded event names its statement by index here
 
     def rewrite_definition(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.stmt:
-        definition = copy.deepcopy(node)
+        definition = node
         definition.decorator_list = []
         definition.returns = None
         _drop_annotations_and_defaults(definition.args)
@@ -245,14 +314,15 @@ class _Rewriter:
     def statement(self, statement: ast.stmt) -> ast.stmt:
         if isinstance(statement, _LEFT_ALONE):
             return statement
-        text = statement_text(statement)
+        index = len(self.statements)
+        self.statements.append(statement)  # text made later: the rewrite keeps headers and simple statements
         if isinstance(statement, ast.Assert):
-            inner: ast.stmt = self._assert(statement, text)
+            inner: ast.stmt = self._assert(statement, index)
         elif isinstance(statement, ast.Raise):
-            inner = ast.Expr(self._record("raise", statement, text, statement.exc))
+            inner = _located(ast.Expr(self._record("raise", statement, index, statement.exc)), statement)
         else:
             inner = self._descend(statement)
-        return self._guarded(inner, statement, text)
+        return self._guarded(inner, statement, index)
 
     def _descend(self, statement: ast.stmt) -> ast.stmt:
         if isinstance(statement, _NESTED_SCOPES):
@@ -275,22 +345,21 @@ class _Rewriter:
                 setattr(statement, field, self.body(getattr(statement, field)))
         return statement
 
-    def _assert(self, statement: ast.Assert, text: str) -> ast.stmt:
+    def _assert(self, statement: ast.Assert, index: int) -> ast.stmt:
         failed = ast.UnaryOp(op=ast.Not(), operand=statement.test)
-        record = ast.Expr(self._record("assert", statement, text, statement.msg))
-        return ast.If(test=failed, body=[record], orelse=[])
+        record = ast.Expr(self._record("assert", statement, index, statement.msg))
+        return _located(ast.If(test=failed, body=[record], orelse=[]), statement)
 
     @staticmethod
-    def _record(kind: str, statement: ast.stmt, text: str, value: ast.expr | None) -> ast.Call:
-        arguments: list[ast.expr] = [ast.Constant(kind), ast.Constant(statement.lineno), ast.Constant(text),
+    def _record(kind: str, statement: ast.stmt, index: int, value: ast.expr | None) -> ast.Call:
+        arguments: list[ast.expr] = [ast.Constant(kind), ast.Constant(statement.lineno), ast.Constant(index),
                                      value if value is not None else ast.Constant(None)]
         return ast.Call(func=ast.Name(RECORDER, ast.Load()), args=arguments, keywords=[])
 
-    def _guarded(self, inner: ast.stmt, statement: ast.stmt, text: str) -> ast.stmt:
-        record = ast.Expr(self._record("error", statement, text, ast.Name(EXCEPTION, ast.Load())))
+    def _guarded(self, inner: ast.stmt, statement: ast.stmt, index: int) -> ast.stmt:
+        record = ast.Expr(self._record("error", statement, index, ast.Name(EXCEPTION, ast.Load())))
         handler = ast.ExceptHandler(type=ast.Name(CAUGHT, ast.Load()), name=EXCEPTION, body=[record])
-        guarded = ast.Try(body=[inner], handlers=[handler], orelse=[], finalbody=[])
-        return ast.copy_location(guarded, statement)  # new nodes inside get it from fix_missing_locations
+        return _located(ast.Try(body=[inner], handlers=[handler], orelse=[], finalbody=[]), statement)
 
 
 def _drop_annotations_and_defaults(arguments: ast.arguments) -> None:
@@ -298,5 +367,6 @@ def _drop_annotations_and_defaults(arguments: ast.arguments) -> None:
     for argument in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
                      *filter(None, (arguments.vararg, arguments.kwarg))]:
         argument.annotation = None
-    arguments.defaults = [ast.Constant(None) for _ in arguments.defaults]
-    arguments.kw_defaults = [None if d is None else ast.Constant(None) for d in arguments.kw_defaults]
+    arguments.defaults = [ast.copy_location(ast.Constant(None), d) for d in arguments.defaults]
+    arguments.kw_defaults = [None if d is None else ast.copy_location(ast.Constant(None), d)
+                             for d in arguments.kw_defaults]

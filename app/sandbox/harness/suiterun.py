@@ -2,6 +2,11 @@
 
 Runs INSIDE the sandbox next to the repository's code, in the forked child of a group leader: imports
 nothing of `app`, only the standard library and sibling harness modules.
+
+Record mode runs only for a suite that outcome mode did not accept. An accepted run raised nothing: what
+record mode could record there are exceptions the repository caught itself, which are no rejections; the
+verdict compares record-mode events only for suites that both revisions reject (the noise record mode is
+for), and a suite accepted at one revision is judged by its outcomes.
 """
 
 from __future__ import annotations
@@ -11,9 +16,9 @@ import signal
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import FrameType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # inside the sandbox the harness directory is on sys.path, siblings are top-level modules
     from app.sandbox.harness import common, linewatch, record, tolerant
@@ -23,7 +28,6 @@ else:
     import record
     import tolerant
 
-T = TypeVar("T")
 MAX_MESSAGE = 2000
 MAX_LEARNING_RETRIES = 200
 RECORD_SHARE = 0.5  # of the suite's remaining time: what is left after it still reports the outcome
@@ -35,30 +39,39 @@ class RecordTimeout(BaseException):
 
 @dataclass
 class Revision:
-    """What a group leader prepared once: the entry callable, the rewrites, what to trace."""
+    """What a group leader prepared once: the entry callable and the record-mode rewrites."""
 
     repo: str
     entry: Callable[[], Any]
     base_env: dict[str, str]
     suite_seconds: float
-    trace: linewatch.Watched = field(default_factory=dict)
-    rewrites: list[record.Rewrite] = field(default_factory=list)
+    rewrites: record.Rewrites
+
+
+def warm_up(revision: Revision, suite: dict[str, Any] | None) -> None:
+    """In a leader, before it forks: lazy imports and caches done once (by running `suite`), and record
+    mode's bindings found once, so that each child only swaps them."""
+    if suite is not None:
+        run_suite(revision, suite)
+    revision.rewrites.find_bindings()
 
 
 def run_suite(revision: Revision, suite: dict[str, Any]) -> dict[str, Any]:
     """The suite's SuiteResult as JSON."""
     started = time.monotonic()
     tolerant.ledger.reset()
-    hits: dict[str, set[int]] = {}
-    outcome = _traced(revision, hits, lambda: outcome_mode(revision, suite))
+    linewatch.reset()
+    outcome = outcome_mode(revision, suite)
+    lines_hit = linewatch.lines_hit()  # outcome mode's run only, as the suite's job would run
     learned = [{"name": n, "path": p, "line": line} for n, (p, line) in tolerant.ledger.learned_at.items()]
-    remaining = revision.suite_seconds - (time.monotonic() - started)
-    events = record_mode(revision, suite, max(0.1, remaining * RECORD_SHARE))
-    prefix = revision.repo.rstrip("/") + "/"
+    events: list[dict[str, Any]] = []
+    if outcome["outcome"] != "accepted":
+        remaining = revision.suite_seconds - (time.monotonic() - started)
+        events = record_mode(revision, suite, max(0.1, remaining * RECORD_SHARE))
     return {"suite_id": suite["id"], "outcome": outcome, "events": events,
             "known_flags": tolerant.ledger.known_flags(suite["argv"]),
             "tolerated_flags": list(tolerant.ledger.tolerated_flags), "learned": learned,
-            "lines_hit": {f[len(prefix):]: sorted(lines) for f, lines in hits.items()}}
+            "lines_hit": lines_hit}
 
 
 def outcome_mode(revision: Revision, suite: dict[str, Any]) -> dict[str, Any]:
@@ -81,7 +94,7 @@ def record_mode(revision: Revision, suite: dict[str, Any], seconds: float) -> li
     if not revision.rewrites:
         return []
     record.recorder.reset()
-    originals = record.install(revision.rewrites)
+    originals = revision.rewrites.install()
     previous = signal.signal(signal.SIGALRM, _out_of_time)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
@@ -126,9 +139,3 @@ def _message(exc: BaseException) -> str:
 
 def _out_of_time(signum: int, frame: FrameType | None) -> None:
     raise RecordTimeout()
-
-
-def _traced(revision: Revision, hits: dict[str, set[int]], run: Callable[[], T]) -> T:
-    if not revision.trace:
-        return run()
-    return linewatch.traced(revision.trace, hits, run)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-import time
 from typing import TYPE_CHECKING, Any
 
 HARNESS_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -18,7 +17,6 @@ HARNESS_DIR = os.path.dirname(os.path.abspath(__file__))
 if TYPE_CHECKING:  # inside the sandbox the harness directory is on sys.path, siblings are top-level modules
     from app.sandbox.harness import (
         common,
-        envprobe,
         fsfakes,
         leader,
         linewatch,
@@ -29,7 +27,6 @@ if TYPE_CHECKING:  # inside the sandbox the harness directory is on sys.path, si
     )
 else:
     import common
-    import envprobe
     import fsfakes
     import leader
     import linewatch
@@ -56,7 +53,7 @@ class Job:
         self.base_env = dict(os.environ)
 
     def open_revision(self, suite: dict[str, Any]) -> suiterun.Revision:
-        """In a leader or the probe: import the entry under the suite's environment, ready to run suites."""
+        """In a leader: import the entry under the suite's environment, ready to run suites."""
         suiterun.set_environment(self.base_env, suite)
         try:
             tolerant.install_replacements(self.repo, self.validation, self.harness)
@@ -65,7 +62,6 @@ class Job:
         entry = self._import_entry()
         return suiterun.Revision(repo=self.repo, entry=entry, base_env=self.base_env,
                                  suite_seconds=self.suite_seconds,
-                                 trace=linewatch.watch_map(self.repo, self.trace),
                                  rewrites=record.prepare(list(self.validation.get("functions") or ()),
                                                          self.repo))
 
@@ -116,6 +112,7 @@ def main() -> None:
     progress = Progress(len(job.suites))
     os.chdir(job.repo)  # CI runs the entry from the repository root
     sys.path.insert(0, job.repo)
+    linewatch.install(job.repo, job.trace)  # before any repository module is imported
     try:
         fsfakes.install(job.repo, job.harness)
         stubs.install(job.repo, job.harness)
@@ -123,15 +120,10 @@ def main() -> None:
     except stubs.MissingRealPackage as exc:
         _fail_all(job, progress, str(exc))
         return
-    started = time.monotonic()
-    groups = envprobe.plan_groups(job.suites, job.open_revision, suite_seconds=job.suite_seconds)
-    common.progress(0, len(job.suites), f"{len(groups)} environment group(s) in "
-                                        f"{time.monotonic() - started:.1f}s")
     report = leader.Report(result=progress.result, failure=progress.failure,
                            import_failure=progress.import_failure)
-    for group in groups:
-        leader.run_group(group, job.open_revision, workers=job.workers, suite_seconds=job.suite_seconds,
-                         report=report)
+    leader.run_all(job.suites, job.open_revision, workers=job.workers, suite_seconds=job.suite_seconds,
+                   report=report)
     common.send({"type": "done"})
 
 
