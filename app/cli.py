@@ -24,6 +24,7 @@ from app.analysis.model import Matrix
 from app.analysis.policy import Policy, PolicyError, builtin_policy, load_policy, parse_policy
 from app.analysis.render import render
 from app.capture import capture_matrix
+from app.config import ConfigError, StartupError
 from app.engine import SANDBOX_HINT, AnalysisError, require_sandbox, run_check
 from app.gitrepo import GitError, cached_tree, github_slug
 from app.sandbox.runner import SandboxUnavailable
@@ -53,9 +54,12 @@ def main(argv: list[str] | None = None) -> int:
         configure_logging()
         command: Callable[[argparse.Namespace], int] = args.command
         return command(args)
-    except (UsageError, PolicyError) as exc:
+    except (UsageError, PolicyError, ConfigError) as exc:
         print(f"prtriage: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except StartupError as exc:
+        print(f"prtriage: cannot start: {exc}", file=sys.stderr)
+        return EXIT_CANNOT_RUN
     except SandboxUnavailable as exc:
         print(f"prtriage: cannot analyse: no sandbox: {exc}; {SANDBOX_HINT}", file=sys.stderr)
         return EXIT_CANNOT_RUN
@@ -78,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(title="commands", required=True, metavar="COMMAND")
     _add_check(commands)
     _add_matrix(commands)
+    _add_service(commands)
     return parser
 
 
@@ -127,6 +132,67 @@ def _add_matrix(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     matrix.add_argument("--format", choices=("text", "json"), default="text")
     _common_options(matrix)
     matrix.set_defaults(command=matrix_command)
+
+
+def _add_service(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    serve = commands.add_parser(
+        "serve", help="run the GitHub App: webhook intake, queue workers, dashboard",
+        description="Serve the GitHub App until SIGTERM or SIGINT (the jobs in hand finish first). "
+                    "Without DATABASE_URL and QUEUE_URL everything is embedded in PRTRIAGE_DATA_DIR "
+                    "(SQLite), and the database is migrated at start-up. Settings: docs/service.md.")
+    serve.add_argument("--host", help="address to listen on (default $PRTRIAGE_HOST, else 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port (default $PRTRIAGE_PORT, else 8000)")
+    serve.set_defaults(command=serve_command)
+    worker = commands.add_parser(
+        "worker", help="run queue workers alone (any number, any machine, with QUEUE_URL=redis://...)",
+        description="Run PRTRIAGE_WORKERS queue consumer threads until SIGTERM or SIGINT (the jobs in hand "
+                    "finish first).")
+    worker.set_defaults(command=worker_command)
+    db = commands.add_parser("db", help="database maintenance")
+    db_commands = db.add_subparsers(title="commands", required=True, metavar="COMMAND")
+    upgrade = db_commands.add_parser("upgrade", help="apply the Alembic migrations to DATABASE_URL")
+    upgrade.set_defaults(command=db_upgrade_command)
+    replay = commands.add_parser(
+        "replay", help="feed a saved delivery (headers + body) through the intake",
+        description="Feed a saved delivery, a JSON file {\"headers\": {...}, \"body\": ...}, through the "
+                    "webhook intake, signed again with GITHUB_WEBHOOK_SECRET: into the configured database "
+                    "and queue, or to a running service with --url. Exit 0 when it was accepted.")
+    replay.add_argument("file", type=Path, metavar="FILE")
+    replay.add_argument("--url", help="POST to this intake (e.g. http://127.0.0.1:8000/webhooks/github)")
+    replay.add_argument("--new-delivery-id", action="store_true",
+                        help="give it a fresh X-GitHub-Delivery (else a delivery already stored is a no-op)")
+    replay.set_defaults(command=replay_command)
+
+
+# The service commands import the service's machinery (web, queue, database) only when they run: `check`
+# and `matrix` do not pay for it.
+
+
+def serve_command(args: argparse.Namespace) -> int:
+    from app import runtime
+
+    return runtime.serve(runtime.load_settings(host=args.host, port=args.port))
+
+
+def worker_command(args: argparse.Namespace) -> int:
+    from app import runtime
+
+    return runtime.work(runtime.load_settings())
+
+
+def db_upgrade_command(args: argparse.Namespace) -> int:
+    from app import runtime
+
+    return runtime.upgrade_database(runtime.load_settings())
+
+
+def replay_command(args: argparse.Namespace) -> int:
+    from app import runtime
+
+    answer = runtime.replay(runtime.load_settings(), args.file, url=args.url,
+                            new_delivery_id=args.new_delivery_id)
+    print(json.dumps({"status": answer.status, **answer.body}))
+    return EXIT_OK if 200 <= answer.status < 300 else EXIT_CANNOT_RUN
 
 
 def check_command(args: argparse.Namespace) -> int:
@@ -233,6 +299,15 @@ def configure_logging() -> None:
     if not isinstance(level, int):
         raise UsageError(f"PRTRIAGE_LOG_LEVEL: unknown level {name!r} (DEBUG, INFO, WARNING, ERROR)")
     logging.basicConfig(level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    quiet_libraries(level)
+
+
+CHATTY = ("huey", "httpx", "alembic")  # log every task, request or migration step at INFO
+
+
+def quiet_libraries(level: int) -> None:
+    for name in CHATTY:
+        logging.getLogger(name).setLevel(level if level <= logging.DEBUG else max(level, logging.WARNING))
 
 
 class ProgressPrinter:

@@ -1,0 +1,50 @@
+# prtriage: the GitHub App service (`prtriage serve`) and its workers (`prtriage worker`).
+#
+#   docker build -t prtriage .
+#   docker run --init --security-opt seccomp=unconfined --security-opt apparmor=unconfined \
+#       -p 8000:8000 -e GITHUB_APP_ID=... -e GITHUB_PRIVATE_KEY_PATH=/run/secrets/key \
+#       -e GITHUB_WEBHOOK_SECRET=... -v prtriage-data:/data prtriage
+#
+# The sandbox is bubblewrap, which needs unprivileged user namespaces: Docker's default seccomp (and
+# AppArmor on some hosts) forbids them, hence the security options above (docs/service.md, "Docker").
+# Without them every analysis completes its check as neutral, saying there is no sandbox; repository code
+# never runs unsandboxed in the service.
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+
+# bubblewrap: the sandbox; git: `prtriage check --repo`; tini: reaps what a killed sandbox leaves behind
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends bubblewrap git tini \
+    && rm -rf /var/lib/apt/lists/*
+
+RUN useradd --create-home --uid 10001 --user-group --shell /usr/sbin/nologin prtriage \
+    && mkdir -p /data /cache \
+    && chown prtriage:prtriage /data /cache
+
+# The code stays in /srv/prtriage (installed editable): policies/ and migrations/ are read beside it.
+WORKDIR /srv/prtriage
+COPY pyproject.toml README.md alembic.ini ./
+COPY app ./app
+COPY policies ./policies
+COPY migrations ./migrations
+RUN pip install -e .
+
+USER prtriage
+ENV PRTRIAGE_HOST=0.0.0.0 \
+    PRTRIAGE_PORT=8000 \
+    PRTRIAGE_DATA_DIR=/data \
+    PRTRIAGE_CACHE_DIR=/cache
+VOLUME ["/data", "/cache"]
+EXPOSE 8000
+
+HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
+    CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen(f\"http://127.0.0.1:{os.environ.get('PRTRIAGE_PORT', '8000')}/healthz\", timeout=4)"]
+
+# SIGTERM stops serve and worker gracefully: the jobs in hand finish first (give them time: docker stop -t).
+STOPSIGNAL SIGTERM
+ENTRYPOINT ["tini", "--"]
+CMD ["prtriage", "serve"]

@@ -1,0 +1,54 @@
+"""The login form (`GET/POST /login`, field `token`), logout, and the stylesheet: the only dashboard paths
+that answer without credentials, and none of them shows data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import FileResponse, RedirectResponse
+from starlette.responses import Response
+
+from app.dashboard.auth import SESSION_COOKIE, SESSION_SECONDS, safe_next
+from app.dashboard.deps import GateDep
+from app.dashboard.forms import FormFields
+from app.dashboard.views import render
+
+STATIC = Path(__file__).parent / "static"
+STATIC_FILES = {"dashboard.css": "text/css"}
+
+router = APIRouter(include_in_schema=False)
+
+
+@router.get("/login")
+def login_form(request: Request, gate: GateDep, next: str = "/") -> Response:
+    return render(request, "login.html", {"next": safe_next(next), "protected": gate is not None})
+
+
+@router.post("/login")
+def login(request: Request, gate: GateDep, form: FormFields) -> Response:
+    target = safe_next(form.get("next"))
+    if gate is None:
+        return render(request, "login.html", {"next": target, "protected": False}, status_code=400)
+    if not gate.token_ok(form.get("token", "")):
+        return render(request, "login.html", {"next": target, "protected": True, "refused": True},
+                      status_code=401)
+    response = RedirectResponse(target, status_code=303)
+    response.set_cookie(SESSION_COOKIE, gate.issue(), max_age=SESSION_SECONDS, path="/", httponly=True,
+                        samesite="strict", secure=request.url.scheme == "https")
+    return response
+
+
+@router.post("/logout")
+def logout() -> Response:
+    response = RedirectResponse("/login", status_code=303)
+    response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="strict")
+    return response
+
+
+@router.get("/static/{name}")
+def static(name: str) -> Response:
+    if name not in STATIC_FILES:  # a fixed list: no path from the URL ever reaches the file system
+        raise HTTPException(404, "no such file")
+    return FileResponse(STATIC / name, media_type=STATIC_FILES[name],
+                        headers={"Cache-Control": "public, max-age=3600"})

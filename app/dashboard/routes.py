@@ -1,0 +1,161 @@
+"""The dashboard's pages: open risk windows with their charts, one window's timeline and close form, recent
+triage runs and one run suite by suite. Routes only parse, call app.store queries and render."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from typing import Annotated
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi.responses import RedirectResponse
+from starlette.responses import Response
+
+from app.dashboard import charts
+from app.dashboard.actions import AlreadyClosed, close_from_dashboard
+from app.dashboard.api import REPO_PATTERN
+from app.dashboard.auth import Gate, Viewer
+from app.dashboard.deps import GateDep, PageViewer, ReadSession, SessionsDep, page_viewer
+from app.dashboard.forms import FormFields
+from app.dashboard.views import error_page, render
+from app.store.queries import (
+    InvalidCursor,
+    list_runs,
+    list_windows,
+    run_with_suites,
+    window_ages,
+    window_with_events,
+    windows_over_time,
+)
+from app.store.session import session_scope
+from app.store.shapes import WindowDetail
+from app.store.types import utcnow
+from app.store.window_views import StateFilter
+
+CHART_DAYS = 90
+PAGE_SIZE = 50
+MAX_REASON = 2000
+IdPath = Annotated[int, Path(ge=1)]
+LimitQuery = Annotated[int, Query(ge=1, le=200)]
+
+router = APIRouter(include_in_schema=False, dependencies=[Depends(page_viewer)])
+
+
+class BadFilter(ValueError):
+    """A filter value the page cannot use; shown as a 400 page."""
+
+
+def _repo(value: str) -> str | None:
+    value = value.strip()
+    if value and not re.fullmatch(REPO_PATTERN, value):
+        raise BadFilter(f"not a repository name (owner/name): {value[:100]!r}")
+    return value or None
+
+
+def _pr(value: str) -> int | None:
+    value = value.strip().lstrip("#")
+    if value and not value.isdigit():
+        raise BadFilter(f"not a pull request number: {value[:20]!r}")
+    return int(value) if value else None
+
+
+def _page_url(path: str, **params: str | int | None) -> str:
+    """A link to another page of the same list, keeping its filters."""
+    kept = {name: value for name, value in params.items() if value not in (None, "")}
+    return f"{path}?{urlencode(kept)}" if kept else path
+
+
+def _kept(limit: int) -> int | None:
+    return None if limit == PAGE_SIZE else limit
+
+
+@router.get("/")
+def windows_page(request: Request, viewer: PageViewer, session: ReadSession, state: StateFilter = "open",
+                 repo: str = "", cursor: str = "", limit: LimitQuery = PAGE_SIZE) -> Response:
+    try:
+        repo_name = _repo(repo)
+        items, following = list_windows(session, state=state, repo=repo_name, cursor=cursor or None,
+                                        limit=limit)
+    except (BadFilter, InvalidCursor) as exc:
+        return error_page(request, 400, str(exc), viewer=viewer)
+    today = utcnow().date()
+    over_time = windows_over_time(session, start=today - timedelta(days=CHART_DAYS - 1), end=today,
+                                  repo=repo_name)
+    return render(request, "windows.html", {
+        "windows": items, "state": state, "repo": repo_name or "", "paged": bool(cursor),
+        "next_url": following and _page_url("/", state=state, repo=repo_name, limit=_kept(limit),
+                                            cursor=following),
+        "first_url": _page_url("/", state=state, repo=repo_name, limit=_kept(limit)),
+        "over_time_chart": charts.open_over_time(over_time), "chart_days": CHART_DAYS,
+        "ages_chart": charts.ages(window_ages(session, repo=repo_name)),
+    }, viewer=viewer)
+
+
+@router.get("/windows/{window_id}")
+def window_page(request: Request, viewer: PageViewer, gate: GateDep, session: ReadSession,
+                window_id: IdPath) -> Response:
+    detail = window_with_events(session, window_id=window_id)
+    if detail is None:
+        return error_page(request, 404, f"no risk window {window_id}", viewer=viewer)
+    return _window(request, viewer, gate, detail)
+
+
+def _window(request: Request, viewer: Viewer, gate: Gate | None, detail: WindowDetail, *,
+            problem: str | None = None, status_code: int = 200) -> Response:
+    csrf = gate.csrf_token(viewer.session_id) if gate is not None and viewer.session_id else ""
+    return render(request, "window.html", {"window": detail, "csrf": csrf, "problem": problem},
+                  viewer=viewer, status_code=status_code)
+
+
+@router.post("/windows/{window_id}/close")
+def close_page(request: Request, viewer: PageViewer, gate: GateDep, sessions: SessionsDep, form: FormFields,
+               window_id: IdPath) -> Response:
+    """The close form: login required, the session's CSRF token checked, a reason required."""
+    if not viewer.can_close or gate is None:
+        return error_page(request, 403, "closing a window needs DASHBOARD_TOKEN and a login", viewer=viewer)
+    if viewer.session_id is not None and not gate.csrf_ok(viewer.session_id, form.get("csrf")):
+        return error_page(request, 403, "the form has expired: reload the page and try again", viewer=viewer)
+    reason = form.get("reason", "").strip()[:MAX_REASON]
+    try:
+        if not reason:
+            return _reason_missing(request, viewer, gate, sessions, window_id)
+        close_from_dashboard(sessions, window_id=window_id, reason=reason)
+    except LookupError:
+        return error_page(request, 404, f"no risk window {window_id}", viewer=viewer)
+    except AlreadyClosed as exc:
+        return error_page(request, 409, str(exc), viewer=viewer)
+    return RedirectResponse(f"/windows/{window_id}", status_code=303)  # reloading it posts nothing again
+
+
+def _reason_missing(request: Request, viewer: Viewer, gate: Gate, sessions: SessionsDep,
+                    window_id: int) -> Response:
+    with session_scope(sessions, read_only=True) as session:
+        detail = window_with_events(session, window_id=window_id)
+    if detail is None:
+        raise LookupError(f"no risk window {window_id}")
+    return _window(request, viewer, gate, detail, problem="Say why the window closes.", status_code=400)
+
+
+@router.get("/runs")
+def runs_page(request: Request, viewer: PageViewer, session: ReadSession, repo: str = "", pr: str = "",
+              cursor: str = "", limit: LimitQuery = PAGE_SIZE) -> Response:
+    try:
+        repo_name, number = _repo(repo), _pr(pr)
+        items, following = list_runs(session, repo=repo_name, pr=number, cursor=cursor or None, limit=limit)
+    except (BadFilter, InvalidCursor) as exc:
+        return error_page(request, 400, str(exc), viewer=viewer)
+    return render(request, "runs.html", {
+        "runs": items, "repo": repo_name or "", "pr": number or "", "paged": bool(cursor),
+        "next_url": following and _page_url("/runs", repo=repo_name, pr=number, limit=_kept(limit),
+                                            cursor=following),
+        "first_url": _page_url("/runs", repo=repo_name, pr=number, limit=_kept(limit)),
+    }, viewer=viewer)
+
+
+@router.get("/runs/{run_id}")
+def run_page(request: Request, viewer: PageViewer, session: ReadSession, run_id: IdPath) -> Response:
+    detail = run_with_suites(session, run_id=run_id)
+    if detail is None:
+        return error_page(request, 404, f"no triage run {run_id}", viewer=viewer)
+    return render(request, "run.html", {"run": detail}, viewer=viewer)

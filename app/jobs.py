@@ -1,0 +1,205 @@
+"""The task queue: a Huey instance from the settings (SqliteHuey in PRTRIAGE_DATA_DIR by default, RedisHuey
+when QUEUE_URL is redis://…), the task definitions, which only call the pipeline, and the consumer that runs
+them in threads of `serve` or of `prtriage worker`.
+
+A queue message carries only an id (a delivery's GUID, a run's id): the database holds the job itself, so a
+lost message is found again by the sweep (recovery.py) and a duplicated one does nothing twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+from huey import Huey, RedisHuey, SqliteHuey, crontab
+from huey.api import TaskWrapper
+from huey.consumer import Consumer
+from redis import ConnectionPool
+
+from app import pipeline, recovery
+from app.config import ConfigError, Settings
+from app.services import Services
+
+log = logging.getLogger(__name__)
+
+QUEUE_NAME = "prtriage"
+DELIVERY_ATTEMPTS = 5  # a delivery's job is tried this many times (GitHub down, intake not committed yet)
+BUSY_RETRY_SECONDS = 3.0  # another worker has the PR: look again this much later
+CLOSE_CHECK_DELAYS = (60.0, 300.0, 1800.0)  # a check run GitHub would not let us complete: try again then
+REDIS_CONNECT_TIMEOUT = 2.0  # an unreachable queue is a 503 within this, not a hung intake
+REDIS_SOCKET_TIMEOUT = 10.0  # above the consumer's blocking-read timeout (1 s)
+POLL_MAX_DELAY = 0.5  # SQLite queue: the longest a waiting job waits for an idle worker to look again
+YIELD_STEP, YIELD_LONGEST = 0.02, 2.0  # an embedded consumer's wait for a quiet intake, per job
+
+
+def _queue_name(url: str) -> tuple[str, str]:
+    """(URL without our `queue=` parameter, the queue's name): deployments can share one Redis."""
+    base, _, query = url.partition("?")  # not urlsplit: it would fold sqlite:////abs into sqlite://abs
+    pairs = parse_qsl(query, keep_blank_values=True)
+    names = [value for key, value in pairs if key == "queue"]
+    rest = urlencode([(key, value) for key, value in pairs if key != "queue"])
+    return base + (f"?{rest}" if rest else ""), (names[-1] if names else QUEUE_NAME)
+
+
+def make_huey(settings: Settings) -> Huey:
+    url, name = _queue_name(settings.effective_queue_url)
+    scheme = urlsplit(url).scheme
+    if scheme in ("redis", "rediss", "unix"):
+        pool = ConnectionPool.from_url(url, socket_connect_timeout=REDIS_CONNECT_TIMEOUT,
+                                       socket_timeout=REDIS_SOCKET_TIMEOUT)
+        return RedisHuey(name, connection_pool=pool, results=False, utc=True)
+    if scheme == "sqlite" and url.startswith("sqlite:///"):
+        path = settings.data_dir.joinpath(url.removeprefix("sqlite:///"))  # an absolute path stays as it is
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return SqliteHuey(name, filename=str(path), results=False, utc=True, timeout=15)
+    raise ConfigError(f"QUEUE_URL: unsupported scheme {scheme!r} (use redis://, rediss://, unix:// or "
+                      "sqlite:///PATH)")
+
+
+@dataclass
+class Queue:
+    huey: Huey
+    deliver: TaskWrapper
+    triage: TaskWrapper
+    close_check: TaskWrapper
+    sweep: TaskWrapper
+
+    def enqueue_delivery(self, guid: str) -> None:
+        """Queue the delivery's job; raises when the queue cannot take it (the intake answers 503)."""
+        self.deliver(guid)
+
+    def depth(self) -> tuple[int | None, int | None]:
+        """(waiting, scheduled) jobs; None when the queue cannot be read."""
+        try:
+            return int(self.huey.pending_count()), int(self.huey.scheduled_count())
+        except Exception:
+            return None, None
+
+
+def make_queue(services: Services, huey: Huey | None = None) -> Queue:
+    """The queue and its tasks; the tasks run with SERVICES (in whichever process consumes them)."""
+    huey = huey if huey is not None else make_huey(services.settings)
+    count = services.metrics.jobs.inc
+
+    def deliver(guid: str, attempt: int = 1) -> None:
+        try:
+            run_ids = pipeline.process_delivery(services, guid, final=attempt >= DELIVERY_ATTEMPTS)
+        except Exception as exc:
+            if attempt >= DELIVERY_ATTEMPTS:
+                log.warning("delivery %s: given up after %d attempts (%s)", guid, attempt, type(exc).__name__)
+                count(task="delivery", outcome="given_up")
+                return
+            count(task="delivery", outcome="retried")
+            queue.deliver.schedule((guid, attempt + 1), delay=2.0 ** attempt)
+            return
+        count(task="delivery", outcome="done")
+        for run_id in run_ids:
+            queue.triage(run_id)
+
+    def triage(run_id: int) -> None:
+        try:
+            pipeline.triage_run(services, run_id)
+        except pipeline.PullRequestBusy:
+            count(task="triage", outcome="busy")
+            queue.triage.schedule((run_id,), delay=BUSY_RETRY_SECONDS)
+            return
+        except pipeline.CheckNotClosed as unclosed:
+            count(task="triage", outcome="check_not_closed")
+            queue.close_check.schedule(_close_args(unclosed, 0), delay=CLOSE_CHECK_DELAYS[0])
+            return
+        count(task="triage", outcome="done")
+
+    def close_check(installation_id: int, owner: str, repo: str, check_run_id: int, reason: str,
+                    attempt: int) -> None:
+        try:
+            pipeline.close_check_run(services, installation_id=installation_id, owner=owner, repo=repo,
+                                     check_run_id=check_run_id, reason=reason)
+        except Exception as exc:
+            if attempt + 1 >= len(CLOSE_CHECK_DELAYS):
+                log.error("check run %d of %s/%s stays open: %s", check_run_id, owner, repo, exc)
+                count(task="close_check", outcome="given_up")
+                return
+            count(task="close_check", outcome="retried")
+            queue.close_check.schedule((installation_id, owner, repo, check_run_id, reason, attempt + 1),
+                                       delay=CLOSE_CHECK_DELAYS[attempt + 1])
+            return
+        count(task="close_check", outcome="done")
+
+    def sweep() -> None:
+        requeue_lost(services, queue.deliver, queue.triage)
+
+    # Registered by name (the message names `app.jobs.<name>`), the same in every process.
+    queue = Queue(huey, deliver=huey.task(name="delivery")(deliver), triage=huey.task(name="triage")(triage),
+                  close_check=huey.task(name="close_check")(close_check),
+                  sweep=huey.periodic_task(crontab(minute="*"), name="sweep")(sweep))
+    return queue
+
+
+def _close_args(unclosed: pipeline.CheckNotClosed, attempt: int) -> tuple[Any, ...]:
+    return (unclosed.installation_id, unclosed.owner, unclosed.repo, unclosed.check_run_id, unclosed.reason,
+            attempt)
+
+
+def requeue_lost(services: Services, deliver: Callable[[str], object],
+                 triage: Callable[[int], object]) -> None:
+    lost = recovery.find_lost(services)
+    for guid in lost.deliveries:
+        deliver(guid)
+    for run_id in lost.runs:
+        triage(run_id)
+
+
+class EmbeddedConsumer(Consumer):  # type: ignore[misc]
+    """Huey's consumer without its signal handlers: the process that embeds it (uvicorn in `serve`, the
+    worker command) owns SIGTERM/SIGINT and stops it gracefully, letting the job in hand finish."""
+
+    def _set_signal_handlers(self) -> None:
+        pass
+
+
+def start_consumer(services: Services, queue: Queue, *, workers: int, niceness: int = 0,
+                   intake_busy: Callable[[], bool] | None = None) -> EmbeddedConsumer:
+    """Consumer threads (and the scheduler of delayed and periodic jobs), started after a sweep that finds
+    the jobs of workers that died.
+
+    For consumers that share a process with the intake (`serve`): NICENESS > 0 lowers their scheduling
+    priority (and their sandboxes'), and while INTAKE_BUSY() says deliveries are arriving, a consumer waits
+    before its next job (at most YIELD_LONGEST): a job shares the interpreter's lock with the intake.
+    """
+    requeue_lost(services, queue.deliver, queue.triage)
+    if niceness:
+        queue.huey.on_startup(name="prtriage-niceness")(lambda: _lower_priority(niceness))
+    if intake_busy is not None:
+        queue.huey.pre_execute(name="prtriage-yield")(lambda task: yield_to(intake_busy))
+    consumer = EmbeddedConsumer(queue.huey, workers=workers, worker_type="thread", periodic=True,
+                                initial_delay=0.05, max_delay=POLL_MAX_DELAY, check_worker_health=False)
+    consumer.start()
+    return consumer
+
+
+def yield_to(busy: Callable[[], bool], *, step: float = YIELD_STEP, longest: float = YIELD_LONGEST) -> float:
+    """Wait while BUSY() (at most LONGEST seconds); the seconds waited."""
+    waited = 0.0
+    while waited < longest and busy():
+        time.sleep(step)
+        waited += step
+    return waited
+
+
+def _lower_priority(niceness: int) -> None:
+    """Lower this thread's priority (Linux schedules each thread; the sandboxes it starts inherit it)."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), niceness)
+    except OSError as exc:
+        log.warning("could not lower the worker thread's priority: %s", exc)
+
+
+def stop_consumer(consumer: EmbeddedConsumer) -> None:
+    """Stop taking jobs and wait for the jobs in hand to finish."""
+    consumer.stop(graceful=True)

@@ -1,0 +1,264 @@
+"""A triage's report as GitHub shows it: the sticky PR comment and the check run's output (pure functions).
+
+The comment's first line says whether the pull request breaks existing CI suites; then, per blocking
+finding, the line and message of the assertion, whether that line is in this diff, and the suites. Lists
+that do not fit fold into <details> and are cut with a count; the comment stays under GitHub's 65,536
+characters, the check run's summary and text under 65,535.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from app.analysis.model import Finding
+from app.analysis.report import CheckReport, Revision
+
+COMMENT_MARKER = "<!-- prtriage:sticky -->"
+COMMENT_LIMIT = 65_536  # GitHub refuses a longer comment body
+OUTPUT_LIMIT = 65_535  # a check run's output.summary and output.text
+SUITES_INLINE = 10  # a finding's suites beyond this many fold into <details>
+SUITES_SHOWN = 100  # and beyond this many are cut with a count
+MESSAGE_CHARS = 400
+ANNOTATION_CHARS = 60_000
+
+Conclusion = Literal["success", "failure", "neutral"]
+Level = Literal["failure", "warning", "notice"]
+LEVELS: dict[str, Level] = {"blocking": "failure", "warning": "warning", "info": "notice"}
+REVISIONS: tuple[Revision, Revision] = ("base", "head")
+
+
+@dataclass(frozen=True)
+class AnnotationSpec:
+    """A remark on one line of the head revision (the GitHub room turns it into a check-run annotation)."""
+
+    path: str
+    line: int
+    level: Level
+    title: str
+    message: str
+    raw_details: str | None = None
+
+
+@dataclass(frozen=True)
+class CheckOutput:
+    conclusion: Conclusion
+    title: str
+    summary: str
+    text: str | None = None
+    annotations: tuple[AnnotationSpec, ...] = ()
+
+
+# Text made safe
+
+
+def inert(text: str, limit: int = MESSAGE_CHARS) -> str:
+    """Untrusted text (assert messages come from the PR) on one line, made inert in markdown: no HTML,
+    no formatting, no @mention."""
+    flat = " ".join(text.split())
+    if len(flat) > limit:
+        flat = flat[: limit - 1] + "…"
+    escaped = html.escape(flat, quote=False)
+    for char in "\\`*_[]|~<>#":
+        escaped = escaped.replace(char, "\\" + char)
+    return escaped.replace("@", "@\u200b")
+
+
+def code(text: str) -> str:
+    """TEXT as an inline code span, whatever backticks it holds."""
+    flat = " ".join(text.split()).replace("@", "@\u200b")
+    fence = "``" if "`" in flat else "`"
+    return f"{fence} {flat} {fence}" if fence == "``" else f"`{flat}`"
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def _short(sha: str | None) -> str:
+    return sha[:7] if sha else "?"
+
+
+# The verdict
+
+
+def conclusion_of(report: CheckReport) -> Conclusion:
+    if report.blocking:
+        return "failure"
+    if any(f.severity == "warning" for f in report.findings):
+        return "neutral"
+    return "success"
+
+
+def verdict_line(report: CheckReport) -> str:
+    """The comment's first line."""
+    if report.blocking:
+        return f"**❌ This pull request breaks {_plural(len(report.broken_suites), 'existing CI suite')}.**"
+    if not report.validation_changed:
+        return "**✅ This pull request breaks no existing CI suite: it changes no validation code.**"
+    return "**✅ This pull request breaks no existing CI suite.**"
+
+
+def check_title(report: CheckReport) -> str:
+    if report.blocking:
+        return f"Breaks {_plural(len(report.broken_suites), 'existing CI suite')}"
+    warnings = sum(1 for f in report.findings if f.severity == "warning")
+    if warnings:
+        return f"No existing CI suite newly rejected; {_plural(warnings, 'warning')}"
+    if not report.validation_changed:
+        return "No validation code changed"
+    return "No existing CI suite newly rejected"
+
+
+def _where(finding: Finding) -> str:
+    if finding.path is None:
+        return ""
+    place = code(finding.path if finding.line is None else f"{finding.path}:{finding.line}")
+    return f"{place} ({'in this diff' if finding.in_diff else 'not in this diff'})"
+
+
+def _suite_list(suites: Sequence[str]) -> str:
+    shown = [f"- {code(suite)}" for suite in suites[:SUITES_SHOWN]]
+    if len(suites) > SUITES_SHOWN:
+        shown.append(f"- … and {len(suites) - SUITES_SHOWN} more")
+    listed = "\n".join(shown)
+    if len(suites) <= SUITES_INLINE:
+        return listed
+    return f"<details><summary>{_plural(len(suites), 'suite')}</summary>\n\n{listed}\n\n</details>"
+
+
+def _blocking_block(finding: Finding) -> str:
+    where = _where(finding) or "(no line: the suites' own command lines)"
+    lines = [f"#### {finding.kind.replace('_', ' ')} at {where}", "", f"> {inert(finding.message)}", ""]
+    if finding.suites:
+        lines += [f"Breaks {_plural(len(finding.suites), 'suite')}:", "", _suite_list(finding.suites)]
+    return "\n".join(lines)
+
+
+def _other_line(finding: Finding) -> str:
+    where = f" at {_where(finding)}" if finding.path else ""
+    suites = f" ({_plural(len(finding.suites), 'suite')})" if finding.suites else ""
+    kind = finding.kind.replace("_", " ")
+    return f"- **{finding.severity}** {kind}{where}: {inert(finding.message)}{suites}"
+
+
+def _counts(report: CheckReport, revision: Revision) -> str:
+    counts = report.outcome_counts(revision)
+    return f"{revision} {counts['accepted']} accepted, {counts['rejected']} rejected, {counts['error']} error"
+
+
+def _facts(report: CheckReport, *, timing: bool) -> str:
+    """The footnote: what was compared and replayed (timing only in the check run: a comment that differs
+    only by it would be edited on every re-run)."""
+    head = f"head {code(_short(report.head_sha))} against base {code(_short(report.base_sha))}"
+    if not report.validation_changed:
+        return f"<sub>{head}; {_plural(len(report.changed_paths), 'changed file')}, none of them " \
+               "validation code: nothing was replayed.</sub>"
+    matrix = report.matrix
+    took = f"; {report.timing.total_s:.1f} s" if timing else ""
+    return (f"<sub>{head}; {_plural(len(matrix.suites), 'suite')} from {matrix.captured} of "
+            f"{_plural(matrix.scripts, 'CI script')} ({len(matrix.failed)} failed); "
+            f"{_counts(report, 'base')}; {_counts(report, 'head')}{took}</sub>")
+
+
+def _blocks(report: CheckReport) -> list[str]:
+    """The report's parts after the first line, most important first."""
+    blocks = [_blocking_block(f) for f in report.blocking]
+    warnings = [_other_line(f) for f in report.findings if f.severity == "warning"]
+    if warnings:
+        blocks.append("#### Warnings\n\n" + "\n".join(warnings))
+    notes = [_other_line(f) for f in report.findings if f.severity == "info"]
+    if notes:
+        blocks.append(f"<details><summary>{_plural(len(notes), 'note')}</summary>\n\n" + "\n".join(notes)
+                      + "\n\n</details>")
+    if not report.sandboxed:
+        blocks.append("> **Warning: the analysis ran without the sandbox.**")
+    return blocks
+
+
+def _fit(head: str, blocks: Iterable[str], tail: str, limit: int) -> str:
+    """HEAD, as many BLOCKS as fit, then TAIL, in fewer than LIMIT characters, saying what was left out."""
+    pending = list(blocks)
+    room = limit - len(head) - len(tail) - 200
+    kept: list[str] = []
+    for block in pending:
+        if len(block) + 2 > room:
+            break
+        kept.append(block)
+        room -= len(block) + 2
+    left = len(pending) - len(kept)
+    notice = [f"*… {_plural(left, 'more part')} of this report did not fit; the dashboard has all of it.*"] \
+        if left else []
+    text = "\n\n".join(part for part in [head, *kept, *notice, tail] if part)
+    return text if len(text) < limit else text[: limit - 2] + "…"
+
+
+def comment_markdown(report: CheckReport) -> str:
+    """The sticky comment, the hidden marker on its last line."""
+    limit = COMMENT_LIMIT - len(COMMENT_MARKER) - 2
+    body = _fit(verdict_line(report), _blocks(report), _facts(report, timing=False), limit)
+    return f"{body}\n\n{COMMENT_MARKER}"
+
+
+def clear_comment(*, head_sha: str, changed_files: int) -> str:
+    """The sticky comment edited once the latest head changes no validation code any more."""
+    return (f"**✅ This pull request breaks no existing CI suite: clear now.**\n\n"
+            f"<sub>head {code(_short(head_sha))} changes no validation code "
+            f"({_plural(changed_files, 'changed file')}): nothing had to be replayed.</sub>\n\n"
+            f"{COMMENT_MARKER}")
+
+
+# The check run
+
+
+def _suites_table(report: CheckReport) -> str:
+    if not report.matrix.suites:
+        return ""
+    rows = ["| suite | base | head |", "| --- | --- | --- |"]
+    for suite in report.matrix.suites:
+        cells = []
+        for revision in REVISIONS:
+            outcome = report.outcome(revision, suite.id)
+            why = f": {inert(outcome.message or '', 120)}" if outcome.outcome != "accepted" else ""
+            cells.append(f"{outcome.outcome}{why}")
+        rows.append(f"| {code(suite.id)} | {cells[0]} | {cells[1]} |")
+    return "\n".join(rows)
+
+
+def annotations_of(findings: Iterable[Finding]) -> tuple[AnnotationSpec, ...]:
+    """One annotation per finding that has a line in the head revision."""
+    specs = []
+    for finding in findings:
+        if finding.path is None or finding.line is None:
+            continue
+        suites = f"\n\nBreaks {_plural(len(finding.suites), 'suite')}: " + ", ".join(finding.suites[:20]) \
+            if finding.suites else ""
+        more = f" and {len(finding.suites) - 20} more" if len(finding.suites) > 20 else ""
+        title = f"Breaks {_plural(len(finding.suites), 'existing CI suite')}" \
+            if finding.severity == "blocking" and finding.suites else finding.kind.replace("_", " ")
+        specs.append(AnnotationSpec(
+            path=finding.path, line=finding.line, level=LEVELS[finding.severity], title=title,
+            message=(finding.message + suites + more)[:ANNOTATION_CHARS],
+            raw_details="\n".join(finding.suites)[:ANNOTATION_CHARS] or None))
+    return tuple(specs)
+
+
+def check_output(report: CheckReport) -> CheckOutput:
+    summary = _fit(verdict_line(report), _blocks(report), _facts(report, timing=True), OUTPUT_LIMIT)
+    table = _suites_table(report)
+    text = _fit("Every suite's outcome at each revision:", [table], "", OUTPUT_LIMIT) if table else None
+    return CheckOutput(conclusion=conclusion_of(report), title=check_title(report), summary=summary,
+                       text=text, annotations=annotations_of(report.findings))
+
+
+def error_output(reason: str) -> CheckOutput:
+    """The analysis could not run: neutral, so that a required check never blocks on our failure."""
+    return CheckOutput(conclusion="neutral", title="Triage could not run",
+                       summary=f"**The triage could not run:** {inert(reason, 2000)}\n\n"
+                               "Nothing was judged; push again or re-run the check once the cause is fixed.")
+
+
+def superseded_reason(newer_head: str | None) -> str:
+    return f"superseded by {newer_head}" if newer_head else "superseded by a newer triage"

@@ -1,0 +1,109 @@
+"""The real page in a real browser: Debian's chromium driven by Playwright against the app served by
+uvicorn on a loopback port, with seeded data. Log in, read the rows, filter, see the charts, screenshot.
+
+Chromium or Playwright missing: a skip with the reason, except under CI=true, where it is a failure.
+PRTRIAGE_DOCS_SCREENSHOT=1 also writes docs/dashboard.png (the README's picture).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvicorn
+
+from .conftest import TOKEN, build_app
+from .seed import PRIVATE, PRIVATE_TITLE, Seed
+
+CHROMIUM = Path(os.environ.get("PRTRIAGE_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+DOCS_SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "dashboard.png"
+
+
+def unavailable(reason: str) -> None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{reason} (CI=true: the browser test must run)", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture
+def live_url(seeded_sqlite: tuple[str, Seed], tmp_path: Path) -> Iterator[str]:
+    """The protected dashboard served by uvicorn on 127.0.0.1 and a port the kernel picked."""
+    app = build_app(seeded_sqlite[0], tmp_path / "data", token=TOKEN)
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.02)
+    yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    server.should_exit = True
+    thread.join(30)
+    listener.close()
+    app.state.services.close()
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        unavailable("the playwright package is not installed (pip install playwright)")
+    if not CHROMIUM.exists():
+        unavailable(f"no chromium at {CHROMIUM} (apt-get install chromium)")
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+def test_log_in_read_filter_and_see_the_charts(browser: Any, live_url: str, seeded: Seed,
+                                               tmp_path: Path) -> None:
+    page = browser.new_page(viewport={"width": 1360, "height": 900})
+    problems: list[str] = []  # console errors: a CSP violation or a failed load shows here
+
+    def console(message: Any) -> None:
+        if message.type == "error":
+            problems.append(message.text)
+
+    page.on("console", console)
+    page.on("pageerror", lambda error: problems.append(str(error)))
+
+    page.goto(live_url + "/")
+    assert page.url.startswith(live_url + "/login")  # no data before the login
+    page.fill("#token", TOKEN)
+    page.click("form.login button[type=submit]")
+    page.wait_for_url(live_url + "/")
+
+    rows = page.locator("tr.window")
+    assert rows.count() == 4
+    expected = [seeded.windows[role] for role in ("oldest", "private", "cross", "fresh")]
+    assert [int(rows.nth(i).get_attribute("data-window-id")) for i in range(4)] == expected
+    for chart in ("#chart-open-over-time", "#chart-ages"):
+        assert page.locator(chart).is_visible()
+        box = page.locator(chart).bounding_box()
+        assert box is not None and box["width"] > 200 and box["height"] > 50
+    tallest = page.locator("#chart-ages rect.age").first.bounding_box()
+    assert tallest is not None and tallest["height"] > 10  # drawn, not just present
+    page.screenshot(path=str(tmp_path / "dashboard.png"), full_page=True)
+    if os.environ.get("PRTRIAGE_DOCS_SCREENSHOT") == "1":
+        page.screenshot(path=str(DOCS_SCREENSHOT), full_page=True)
+
+    page.fill("#repo", PRIVATE)
+    page.click("form.filters button[type=submit]")
+    page.wait_for_url(f"**/?repo={PRIVATE.replace('/', '%2F')}&state=open")
+    assert rows.count() == 1 and PRIVATE_TITLE in rows.first.inner_text()
+    assert page.locator("#chart-ages").is_visible()
+    page.screenshot(path=str(tmp_path / "filtered.png"))
+    assert (tmp_path / "dashboard.png").stat().st_size > 10_000
+    assert problems == []
