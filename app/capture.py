@@ -11,7 +11,7 @@ import json
 import logging
 import os
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,18 +25,17 @@ from app.analysis.matrix import (
 )
 from app.analysis.model import Matrix
 from app.analysis.policy import Policy, RecordLaunches, path_matches
+from app.sandbox.messages import OnProgress, progress_relay, stopped_reason
 from app.sandbox.runner import SandboxRun, SandboxSpec, run_harness
 
 log = logging.getLogger(__name__)
 
-OnProgress = Callable[[int, int, str], None]
 HARNESS_DIR = Path(__file__).resolve().parent / "sandbox" / "harness"
 # What decides a capture besides the repository: a new harness must not reuse an old harness's matrix.
 CAPTURE_HARNESS_FILES = ("capture.py", "common.py", "fsfakes.py", "stubs.py", "intercept.py",
                          "intercept_shell.py", "intercept_net.py", "vclock.py", "recbash.sh")
 SKIPPED_DIRS = frozenset({".git", "__pycache__"})
 MAX_CACHE_ENTRIES = 64  # per policy; the least recently used go first
-REASON_TAIL = 800
 
 
 def capture_matrix(tree: Path, policy: Policy, *, cache_dir: Path | None, allow_unsandboxed: bool = False,
@@ -98,22 +97,8 @@ def _run_capture(tree: Path, policy: Policy, index: int, scripts: list[str], all
            "source": index, "scripts": scripts}
     spec = SandboxSpec(program="capture.py", repo_dir=tree, job=job, limits=policy.harness.limits,
                        allow_unsandboxed=allow_unsandboxed)
-    run = run_harness(spec, on_message=_relay_progress(on_progress))
-    return run, collect_reports(scripts, run.messages, stopped_reason(run))
-
-
-def _relay_progress(on_progress: OnProgress | None) -> Callable[[dict[str, Any]], None] | None:
-    if on_progress is None:
-        return None
-
-    def relay(message: dict[str, Any]) -> None:
-        if message.get("type") == "progress":
-            try:
-                on_progress(int(message["done"]), int(message["total"]), str(message.get("what", "")))
-            except (KeyError, TypeError, ValueError):
-                log.debug("malformed progress message: %r", message)
-
-    return relay
+    run = run_harness(spec, on_message=progress_relay(on_progress))
+    return run, collect_reports(scripts, run.messages, stopped_reason(run, step="capture", unit="script"))
 
 
 def collect_reports(scripts: list[str], messages: list[dict[str, Any]], reason: str) -> list[ScriptReport]:
@@ -131,16 +116,6 @@ def collect_reports(scripts: list[str], messages: list[dict[str, Any]], reason: 
         if report.script in wanted:
             reports.setdefault(report.script, report)
     return [reports.get(s) or ScriptReport(s, "failed", reason=reason, reads=(s,)) for s in scripts]
-
-
-def stopped_reason(run: SandboxRun) -> str:
-    """Why the harness never reported a script: its fatal message, how the run ended, its stderr."""
-    parts = [f"the harness gave up: {m.get('reason')}" for m in run.messages if m.get("type") == "fatal"][:1]
-    if run.ended:
-        parts.append(f"the capture run {run.ended}")
-    if run.stderr_tail:
-        parts.append(f"stderr: {run.stderr_tail.strip()[-REASON_TAIL:]}")
-    return "; ".join(parts) or f"the harness never reported this script (exit status {run.returncode})"
 
 
 def _ran_to_completion(run: SandboxRun, reports: list[ScriptReport], scripts: list[str]) -> bool:

@@ -8,19 +8,18 @@ from __future__ import annotations
 import ast
 import logging
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from app.analysis.diff import TreeDiff
 from app.analysis.model import Outcome, Suite, SuiteResult
 from app.analysis.policy import Policy, path_matches
-from app.sandbox.runner import SandboxRun, SandboxSpec, run_harness
+from app.sandbox.messages import OnProgress, progress_relay, stopped_reason
+from app.sandbox.runner import SandboxSpec, run_harness
 
 log = logging.getLogger(__name__)
 
-OnProgress = Callable[[int, int, str], None]
-REASON_TAIL = 800
 
 
 def validate_revision(tree: Path, policy: Policy, suites: Iterable[Suite], *, trace: Mapping[str, list[int]],
@@ -32,22 +31,9 @@ def validate_revision(tree: Path, policy: Policy, suites: Iterable[Suite], *, tr
            "suites": [s.to_json() for s in suites], "trace": {p: sorted(ls) for p, ls in trace.items()}}
     spec = SandboxSpec(program="validate.py", repo_dir=tree, job=job, limits=policy.harness.limits,
                        allow_unsandboxed=allow_unsandboxed)
-    run = run_harness(spec, on_message=_relay_progress(on_progress))
-    return collect_results(suites, run.messages, stopped_reason(run)), run.sandboxed
-
-
-def _relay_progress(on_progress: OnProgress | None) -> Callable[[dict[str, Any]], None] | None:
-    if on_progress is None:
-        return None
-
-    def relay(message: dict[str, Any]) -> None:
-        if message.get("type") == "progress":
-            try:
-                on_progress(int(message["done"]), int(message["total"]), str(message.get("what", "")))
-            except (KeyError, TypeError, ValueError):
-                log.debug("malformed progress message: %r", message)
-
-    return relay
+    run = run_harness(spec, on_message=progress_relay(on_progress))
+    reason = stopped_reason(run, step="validation", unit="suite")
+    return collect_results(suites, run.messages, reason), run.sandboxed
 
 
 def collect_results(suites: list[Suite], messages: Iterable[dict[str, Any]],
@@ -71,16 +57,6 @@ def _parse_suite(message: dict[str, Any]) -> SuiteResult | None:
     except (KeyError, TypeError, ValueError, AttributeError):
         log.warning("ignored a malformed suite result: %.200r", message)
         return None
-
-
-def stopped_reason(run: SandboxRun) -> str:
-    """Why the harness stopped before reporting a suite: its fatal message, how it ended, its stderr."""
-    parts = [f"the harness gave up: {m.get('reason')}" for m in run.messages if m.get("type") == "fatal"][:1]
-    if run.ended:
-        parts.append(f"the validation run ended: {run.ended}")
-    if run.stderr_tail:
-        parts.append(f"stderr: {run.stderr_tail.strip()[-REASON_TAIL:]}")
-    return "; ".join(parts) or f"the harness never reported this suite (exit status {run.returncode})"
 
 
 def trace_lines(diff: TreeDiff, policy: Policy, head_sources: Mapping[str, str]) -> dict[str, list[int]]:
