@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
@@ -22,7 +23,7 @@ from huey.api import TaskWrapper
 from huey.consumer import Consumer
 from redis import ConnectionPool
 
-from app import pipeline, recovery
+from app import pipeline, recovery, resync
 from app.config import ConfigError, Settings
 from app.services import Services
 
@@ -69,6 +70,7 @@ class Queue:
     triage: TaskWrapper
     close_check: TaskWrapper
     sweep: TaskWrapper
+    resync: TaskWrapper
 
     def enqueue_delivery(self, guid: str) -> None:
         """Queue the delivery's job; raises when the queue cannot take it (the intake answers 503)."""
@@ -134,11 +136,24 @@ def make_queue(services: Services, huey: Huey | None = None) -> Queue:
     def sweep() -> None:
         requeue_lost(services, queue.deliver, queue.triage)
 
+    def resync_windows() -> None:
+        outcome = resync.resync(services)
+        count(task="resync", outcome="done" if not outcome.failed else "partial")
+
     # Registered by name (the message names `app.jobs.<name>`), the same in every process.
     queue = Queue(huey, deliver=huey.task(name="delivery")(deliver), triage=huey.task(name="triage")(triage),
                   close_check=huey.task(name="close_check")(close_check),
-                  sweep=huey.periodic_task(crontab(minute="*"), name="sweep")(sweep))
+                  sweep=huey.periodic_task(crontab(minute="*"), name="sweep")(sweep),
+                  resync=huey.periodic_task(every(services.settings.resync_seconds),
+                                            name="resync")(resync_windows))
     return queue
+
+
+def every(seconds: int) -> Callable[[datetime], bool]:
+    """A periodic task's schedule: every SECONDS, in whole minutes (Huey looks at its periodic tasks once
+    a minute), counted from the epoch so that every process agrees on which minutes."""
+    minutes = max(seconds // 60, 1)
+    return lambda moment: int(moment.replace(tzinfo=UTC).timestamp() // 60) % minutes == 0
 
 
 def _close_args(unclosed: pipeline.CheckNotClosed, attempt: int) -> tuple[Any, ...]:

@@ -21,10 +21,14 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app import windows
+from app.analysis.model import Finding
 from app.analysis.policy import Policy, PolicyError, builtin_policy, load_policy, parse_policy
 from app.analysis.render import report_json
 from app.analysis.report import CheckReport
+from app.command_runner import PullComment, run_comment
 from app.engine import AnalysisError, run_check
+from app.followup_triage import pull_followups, revert_findings, with_findings
 from app.github import (
     Annotation,
     GitHubClient,
@@ -64,6 +68,7 @@ from app.store.queries import (
     upsert_repository,
 )
 from app.store.session import session_scope
+from app.store.windows import SYSTEM_ACTOR
 
 log = logging.getLogger(__name__)
 
@@ -224,12 +229,27 @@ def _cancel(client: GitHubClient, owner: str, repo: str, check_run_id: int, reas
 def _closed_job(services: Services, guid: str, summary: dict[str, Any]) -> list[int]:
     owner, name = _owner_repo(summary)
     installation_id = _installation_of(services, summary)
-    pull = services.client(installation_id).get_pull(owner, name, int(summary["number"]))
+    client = services.client(installation_id)
+    pull = client.get_pull(owner, name, int(summary["number"]))
     with services.writing() as session:
         _record_repository(session, summary, installation_id)
-        _record_pull(session, int(summary["repository"]["id"]), pull)
+        pr_id = _record_pull(session, int(summary["repository"]["id"]), pull).id
+    if pull.merged or pull.merged_at is not None:  # before the delivery is done: a failure retries it
+        windows.handle_merge(services, client, pr_id=pr_id, owner=owner, repo=name, pull=pull,
+                             actor=str(summary.get("actor") or SYSTEM_ACTOR))
+    with services.writing() as session:
         mark_delivery(session, guid=guid, status="processed")
     return []
+
+
+def _command_job(services: Services, guid: str, summary: dict[str, Any]) -> list[int]:
+    """`/triage` commands of a PR comment; the triage runs a rerun started."""
+    installation_id = _installation_of(services, summary)
+    runs = run_comment(services, services.client(installation_id), PullComment.from_job(installation_id,
+                                                                                        summary))
+    with services.writing() as session:
+        mark_delivery(session, guid=guid, status="processed")
+    return runs
 
 
 def _installation_job(services: Services, guid: str, summary: dict[str, Any]) -> list[int]:
@@ -248,7 +268,8 @@ def _installation_job(services: Services, guid: str, summary: dict[str, Any]) ->
 
 
 JOBS: dict[str, Callable[[Services, str, dict[str, Any]], list[int]]] = {
-    "triage": _triage_job, "pull_request_closed": _closed_job, "installation": _installation_job}
+    "triage": _triage_job, "pull_request_closed": _closed_job, "installation": _installation_job,
+    "command": _command_job}
 
 
 # The triage of one run
@@ -359,10 +380,30 @@ def close_check_run(services: Services, *, installation_id: int, owner: str, rep
 
 def analyse(services: Services, client: GitHubClient, target: RunTarget) -> CheckReport:
     """The report of the run's head against its base: from the file list alone when it touches no
-    validation path, else from both source trees through the sandboxed engine."""
+    validation path, else from both source trees through the sandboxed engine; plus the findings of the
+    PR's text (unmerged prerequisites and follow-ups, what a revert re-opens or fixes)."""
     pull = client.get_pull(target.owner, target.repo, target.number)
-    files = client.list_files(target.owner, target.repo, target.number)
     policy = policy_at_base(client, target.owner, target.repo, target.base_sha)
+    report = _validation_report(services, client, target, pull, policy)
+    return with_findings(report, _text_findings(services, client, target, pull, policy))
+
+
+def _text_findings(services: Services, client: GitHubClient, target: RunTarget, pull: PullInfo,
+                   policy: Policy) -> list[Finding]:
+    try:
+        references, findings = pull_followups(client, target.owner, target.repo, pull, policy,
+                                              api_url=services.settings.github_api_url)
+    except GitHubError as exc:  # the validation verdict stands without them
+        log.warning("run %d: follow-ups not read: %s", target.run_id, exc)
+        return [Finding(kind="pending_followup", severity="info",
+                        message=f"The follow-ups in this PR's text could not be checked: {exc}")]
+    with session_scope(services.sessions, read_only=True) as session:
+        return findings + revert_findings(session, references)
+
+
+def _validation_report(services: Services, client: GitHubClient, target: RunTarget, pull: PullInfo,
+                       policy: Policy) -> CheckReport:
+    files = client.list_files(target.owner, target.repo, target.number)
     listed_all = len(files) >= pull.changed_files  # GitHub lists at most 3000 files
     if listed_all and pull.head_sha == target.head_sha and not policy.touches_validation(files):
         return CheckReport(target.base_sha, target.head_sha, validation_changed=False,
@@ -415,7 +456,7 @@ def _publish(services: Services, client: GitHubClient, target: RunTarget, check_
 
 def _post_comment(client: GitHubClient, target: RunTarget, report: CheckReport) -> None:
     login = client.app_login()
-    if report.validation_changed:
+    if report.validation_changed or report.findings:  # follow-up findings are worth a comment too
         upsert_sticky_comment(client, target.owner, target.repo, target.number, comment_markdown(report),
                               marker=COMMENT_MARKER, app_login=login)
         return

@@ -94,6 +94,8 @@ def conclusion_of(report: CheckReport) -> Conclusion:
 
 def verdict_line(report: CheckReport) -> str:
     """The comment's first line."""
+    if report.blocking and not report.broken_suites:  # e.g. an unmerged prerequisite
+        return f"**❌ This pull request has {_plural(len(report.blocking), 'blocking finding')}.**"
     if report.blocking:
         return f"**❌ This pull request breaks {_plural(len(report.broken_suites), 'existing CI suite')}.**"
     if not report.validation_changed:
@@ -102,6 +104,8 @@ def verdict_line(report: CheckReport) -> str:
 
 
 def check_title(report: CheckReport) -> str:
+    if report.blocking and not report.broken_suites:
+        return _plural(len(report.blocking), "blocking finding").capitalize()
     if report.blocking:
         return f"Breaks {_plural(len(report.broken_suites), 'existing CI suite')}"
     warnings = sum(1 for f in report.findings if f.severity == "warning")
@@ -130,8 +134,9 @@ def _suite_list(suites: Sequence[str]) -> str:
 
 
 def _blocking_block(finding: Finding) -> str:
-    where = _where(finding) or "(no line: the suites' own command lines)"
-    lines = [f"#### {finding.kind.replace('_', ' ')} at {where}", "", f"> {inert(finding.message)}", ""]
+    where = _where(finding) or ("(no line: the suites' own command lines)" if finding.suites else "")
+    heading = f"{finding.kind.replace('_', ' ')} at {where}" if where else finding.kind.replace("_", " ")
+    lines = [f"#### {heading}", "", f"> {inert(finding.message)}", ""]
     if finding.suites:
         lines += [f"Breaks {_plural(len(finding.suites), 'suite')}:", "", _suite_list(finding.suites)]
     return "\n".join(lines)

@@ -140,7 +140,9 @@ class SuiteResult:
 FindingKind = Literal["new_rejection", "removed_flag", "newly_tolerated_flag", "fixed", "capture_failed",
                       "new_error", "not_exercised",
                       # from the PR's text (followup_findings.py)
-                      "unmerged_prerequisite", "pending_followup", "abandoned_followup"]
+                      "unmerged_prerequisite", "pending_followup", "abandoned_followup",
+                      # a revert: what it fixes and re-opens (app/followup_triage.py)
+                      "revert_closes_window", "revert_reopens"]
 
 
 @dataclass(frozen=True)

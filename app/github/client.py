@@ -150,6 +150,21 @@ class GitHubClient:
         updated = self._call("issues/update-comment", "PATCH", url, body={"body": body})
         return CommentInfo.from_api(updated)
 
+    def add_reaction(self, owner: str, repo: str, comment_id: int, content: str) -> None:
+        """React to an issue comment (`+1`, `confused`, `eyes` …); reacting twice is no error."""
+        url = f"{repo_path(owner, repo)}/issues/comments/{int(comment_id)}/reactions"
+        self._call("reactions/create-for-issue-comment", "POST", url, body={"content": content})
+
+    def permission(self, owner: str, repo: str, login: str) -> str:
+        """LOGIN's permission on the repository: admin, write (also for the maintain role), read (also
+        triage) or none (also when GitHub knows no such user)."""
+        url = f"{repo_path(owner, repo)}/collaborators/{quote(login, safe='')}/permission"
+        try:
+            answer = self._call("repos/get-collaborator-permission-level", "GET", url)
+        except NotFound:
+            return "none"
+        return str(answer.get("permission") or "none") if isinstance(answer, dict) else "none"
+
     # Check runs: the request bodies are composed by checks.py
 
     def post_check_run(self, owner: str, repo: str, body: Mapping[str, Any]) -> dict[str, Any]:

@@ -65,6 +65,11 @@ class ResolutionCache:
             while len(self._entries) > self.max_entries:
                 del self._entries[next(iter(self._entries))]
 
+    def clear(self) -> None:
+        """Forget everything (a test's service must not see another test's GitHub)."""
+        with self._lock:
+            self._entries.clear()
+
     def forget(self, target: str) -> None:
         """Drop TARGET for every installation: a webhook said it changed (merged, closed, reopened)."""
         with self._lock:

@@ -1,5 +1,5 @@
 """Pull request events: a change to what the PR would merge asks for a triage of its head; a close is
-recorded (the follow-up work opens risk windows from it)."""
+recorded, and a merge opens and closes risk windows (app/windows.py)."""
 
 from __future__ import annotations
 
@@ -38,6 +38,10 @@ def triage_edit(payload: Payload) -> Decision:
 @router.register("pull_request", "closed")
 def record_close(payload: Payload) -> Decision:
     number = int(require(payload, "pull_request", "number"))
-    merged = bool(require(payload, "pull_request").get("merged"))
+    pull = require(payload, "pull_request")
+    merged = bool(pull.get("merged"))
+    # who merged it is the actor of the risk-window changes the merge makes
+    merger = pull.get("merged_by") or payload.get("sender") or {}
     return Job("pull_request_closed", installation_id(payload), {
-        "repository": repository(payload), "number": number, "merged": merged})
+        "repository": repository(payload), "number": number, "merged": merged,
+        "actor": str(merger.get("login") or "prtriage")})

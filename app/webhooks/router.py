@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-JobKind = Literal["triage", "pull_request_closed", "installation"]
+JobKind = Literal["triage", "pull_request_closed", "installation", "command"]
 Payload = Mapping[str, Any]
 
 

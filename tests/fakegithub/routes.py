@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from fakegithub import shapes
-from fakegithub.state import FakeCheckRun, FakeComment, FakeRepo, IssuedToken
+from fakegithub.state import FakeCheckRun, FakeComment, FakeReaction, FakeRepo, IssuedToken
 
 if TYPE_CHECKING:
     from fakegithub.server import FakeGitHub
@@ -215,6 +215,42 @@ def update_comment(fake: FakeGitHub, call: Call) -> Reply:
     return Reply(200, shapes.comment(fake.url, call.repo, note, "issues.update-comment.200.default"))
 
 
+REACTIONS = ("+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes")
+# the legacy `permission` GitHub reports beside the role: maintain reads as write, triage as read
+LEGACY_PERMISSION = {"admin": "admin", "maintain": "write", "write": "write", "triage": "read",
+                     "read": "read"}
+
+
+def create_reaction(fake: FakeGitHub, call: Call) -> Reply:
+    """POST a reaction to a comment (not in the shared description: GitHub's documented shape). The
+    App's reaction already there answers 200 with it, as GitHub does."""
+    note = _comment(fake, call)
+    assert call.repo is not None
+    if note is None:
+        return not_found()
+    content = call.body.get("content") if isinstance(call.body, dict) else None
+    if content not in REACTIONS:
+        return Reply(422, shapes.error("Validation Failed", 422))
+    known = next((r for r in fake.reactions if r.comment_id == note.id and r.content == content
+                  and r.user == fake.bot_login), None)
+    reaction = known or FakeReaction(fake.next_id(), note.id, content, fake.bot_login)
+    if known is None:
+        fake.reactions.append(reaction)
+    body = {"id": reaction.id, "node_id": f"REA_{reaction.id}", "content": reaction.content,
+            "user": shapes.user(fake.url, reaction.user, "Bot"), "created_at": iso()}
+    return Reply(200 if known else 201, body)
+
+
+def get_permission(fake: FakeGitHub, call: Call) -> Reply:
+    """A user's permission on the repository (not in the shared description: GitHub's documented shape);
+    a user who is not a collaborator has `none`."""
+    assert call.repo is not None
+    login = call.params["username"]
+    role = call.repo.roles.get(login.lower())
+    return Reply(200, {"permission": LEGACY_PERMISSION.get(role or "", "none"), "role_name": role or "none",
+                       "user": shapes.user(fake.url, login)})
+
+
 # Check runs
 
 
@@ -305,6 +341,8 @@ ROUTES = [Route(method, _pattern(template), template, auth, handler) for method,
     ("POST", "/repos/{owner}/{repo}/issues/{issue_number}/comments", "installation", create_comment),
     ("GET", "/repos/{owner}/{repo}/issues/comments/{comment_id}", "installation", get_comment),
     ("PATCH", "/repos/{owner}/{repo}/issues/comments/{comment_id}", "installation", update_comment),
+    ("POST", "/repos/{owner}/{repo}/issues/comments/{comment_id}/reactions", "installation", create_reaction),
+    ("GET", "/repos/{owner}/{repo}/collaborators/{username}/permission", "installation", get_permission),
     ("POST", "/repos/{owner}/{repo}/check-runs", "installation", create_check_run),
     ("PATCH", "/repos/{owner}/{repo}/check-runs/{check_run_id}", "installation", update_check_run),
     ("GET", "/repos/{owner}/{repo}/contents/{path}", "installation", get_contents),

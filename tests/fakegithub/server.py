@@ -23,6 +23,7 @@ from fakegithub.state import (
     FakeComment,
     FakeIssue,
     FakePull,
+    FakeReaction,
     FakeRepo,
     Fault,
     FaultKind,
@@ -101,6 +102,7 @@ class FakeGitHub:
         self.tokens_issued: list[int] = []  # installation id of each token minted
         self.comments: dict[int, FakeComment] = {}
         self.check_runs_by_id: dict[int, FakeCheckRun] = {}
+        self.reactions: list[FakeReaction] = []
         self.downloads: dict[str, bytes] = {}
         self.requests: list[RecordedRequest] = []
         self.faults: list[Fault] = []
@@ -197,6 +199,11 @@ class FakeGitHub:
             self.comments[note.id] = note
             return note.id
 
+    def set_role(self, full_name: str, login: str, role: str) -> None:
+        """LOGIN's role on the repository (admin, maintain, write, triage, read); others have none."""
+        with self._lock:
+            self._repo(full_name).roles[login.lower()] = role
+
     def set_file(self, full_name: str, ref: str, path: str, content: bytes | str) -> None:
         data = content.encode() if isinstance(content, str) else content
         with self._lock:
@@ -219,6 +226,10 @@ class FakeGitHub:
             return sorted((note for note in self.comments.values()
                            if note.repo.lower() == full_name.lower() and note.issue_number == number),
                           key=lambda note: note.id)
+
+    def reactions_on(self, comment_id: int) -> list[str]:
+        with self._lock:
+            return [reaction.content for reaction in self.reactions if reaction.comment_id == comment_id]
 
     def check_runs(self, full_name: str) -> list[FakeCheckRun]:
         with self._lock:

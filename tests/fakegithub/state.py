@@ -52,6 +52,14 @@ class FakeComment:
 
 
 @dataclass
+class FakeReaction:
+    id: int
+    comment_id: int
+    content: str  # "+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"
+    user: str
+
+
+@dataclass
 class FakeCheckRun:
     id: int
     repo: str
@@ -78,6 +86,7 @@ class FakeRepo:
     issues: dict[int, FakeIssue] = field(default_factory=dict)
     files: dict[tuple[str, str], bytes] = field(default_factory=dict)  # (ref, path) -> content
     tarballs: dict[str, bytes] = field(default_factory=dict)  # ref -> gzip tarball
+    roles: dict[str, str] = field(default_factory=dict)  # lower-case login -> admin, maintain, write …
 
     @property
     def full_name(self) -> str:

@@ -1,0 +1,190 @@
+"""Carrying out the `/triage` commands of a PR comment (parsed by commands.py) and answering each: a
+reaction when it is done, a short reply when something needs saying (help, a refusal, nothing to do).
+
+Who may do what: `ack` and `close-window` need write permission on the repository (GitHub says who has
+it; the comment's author_association does not tell write from triage). `rerun` is for the PR's author
+and writers: it costs a sandboxed analysis.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from app.commands import HELP, PREFIX, Command, Invalid, parse_commands
+from app.github import GitHubError, cancel_check_run, complete_check_run, create_check_run
+from app.github.client import GitHubClient
+from app.github.models import PullInfo
+from app.report import superseded_reason
+from app.services import Services
+from app.store.models import Finding, Installation, PullRequest
+from app.store.queries import (
+    acknowledge_findings,
+    close_window,
+    get_pull_request,
+    latest_run,
+    start_run,
+    upsert_installation,
+    upsert_pull_request,
+    upsert_repository,
+    windows_of_pull_request,
+)
+from app.store.session import session_scope
+
+log = logging.getLogger(__name__)
+
+WRITERS = ("admin", "write")
+DONE, QUEUED, PUZZLED = "+1", "rocket", "confused"
+
+
+@dataclass(frozen=True)
+class PullComment:
+    """What carrying out a comment's commands needs of its `issue_comment` delivery."""
+
+    installation_id: int
+    repository: dict[str, Any]  # id, full_name, private
+    number: int
+    comment_id: int
+    author: str
+    body: str
+
+    @classmethod
+    def from_job(cls, installation_id: int, data: dict[str, Any]) -> PullComment:
+        """From the job data of app/webhooks/comments.py."""
+        return cls(installation_id, dict(data["repository"]), int(data["number"]), int(data["comment_id"]),
+                   str(data["author"]), str(data["body"]))
+
+    @property
+    def owner_repo(self) -> tuple[str, str]:
+        owner, _, name = str(self.repository["full_name"]).partition("/")
+        return owner, name
+
+
+@dataclass
+class Answer:
+    reaction: str | None = None
+    reply: str | None = None
+    runs: list[int] = field(default_factory=list)  # triage runs to queue
+
+
+def run_comment(services: Services, client: GitHubClient, comment: PullComment) -> list[int]:
+    """Carry out and answer each command of the comment; the triage runs it started."""
+    runs: list[int] = []
+    for command in parse_commands(comment.body):
+        answer = _carry_out(services, client, comment, command)
+        _send(client, comment, answer)
+        runs += answer.runs
+    return runs
+
+
+def _carry_out(services: Services, client: GitHubClient, comment: PullComment,
+               command: Command | Invalid) -> Answer:
+    if isinstance(command, Invalid):
+        return Answer(PUZZLED, f"@{comment.author} {command.problem}. `{PREFIX} help` lists the commands.")
+    if command.verb == "help":
+        return Answer(reply=HELP)
+    permission = client.permission(*comment.owner_repo, comment.author)
+    if command.verb == "rerun":
+        return _rerun(services, client, comment, permission)
+    if permission not in WRITERS:
+        return Answer(reply=f"Sorry @{comment.author}, `{PREFIX} {command.verb}` needs write permission on "
+                            f"{comment.repository['full_name']}; please ask a maintainer to do it.")
+    if command.verb == "ack":
+        return _ack(services, client, comment, command.reason)
+    return _close_windows(services, comment, command)
+
+
+def _send(client: GitHubClient, comment: PullComment, answer: Answer) -> None:
+    owner, name = comment.owner_repo
+    if answer.reaction:
+        client.add_reaction(owner, name, comment.comment_id, answer.reaction)
+    if answer.reply:
+        client.create_issue_comment(owner, name, comment.number, answer.reply)
+
+
+def _rerun(services: Services, client: GitHubClient, comment: PullComment, permission: str) -> Answer:
+    owner, name = comment.owner_repo
+    pull = client.get_pull(owner, name, comment.number)
+    if permission not in WRITERS and comment.author.lower() != pull.author.lower():
+        return Answer(reply=f"Sorry @{comment.author}, only the PR's author and people with write "
+                            f"permission can ask for a new triage.")
+    if pull.state != "open":
+        return Answer(reply=f"@{comment.author} this PR is closed: there is nothing to triage.")
+    with services.writing() as session:
+        pr = _record_pull(session, comment, pull)
+        begun = start_run(session, pr=pr, head_sha=pull.head_sha, base_sha=pull.base_sha)
+        run_id, older = begun.run.id, [run.check_run_id for run in begun.superseded if run.check_run_id]
+    for check_run_id in older:  # as a new push does: the older check says what replaced it
+        try:
+            cancel_check_run(client, owner, name, check_run_id, reason=superseded_reason(pull.head_sha))
+        except GitHubError as exc:  # its own job completes it when it sees it superseded
+            log.warning("check run %d: could not cancel: %s", check_run_id, exc)
+    return Answer(QUEUED, runs=[run_id])
+
+
+def _record_pull(session: Session, comment: PullComment, pull: PullInfo) -> PullRequest:
+    """The PR as GitHub describes it now (a PR commented on before any triage has no row yet)."""
+    if session.get(Installation, comment.installation_id) is None:
+        upsert_installation(session, installation_id=comment.installation_id,
+                            account_login=comment.owner_repo[0])
+    repository, repository_id = comment.repository, int(comment.repository["id"])
+    upsert_repository(session, repository_id=repository_id, full_name=str(repository["full_name"]),
+                      private=bool(repository.get("private")), installation_id=comment.installation_id)
+    return upsert_pull_request(
+        session, repository_id=repository_id, number=pull.number, title=pull.title, author=pull.author,
+        url=pull.url, head_sha=pull.head_sha, base_sha=pull.base_sha, base_ref=pull.base_ref, state="open",
+        draft=pull.draft, body=pull.body)
+
+
+def _stored_pull(services: Services, comment: PullComment) -> tuple[int | None, str]:
+    with session_scope(services.sessions, read_only=True) as session:
+        pr = get_pull_request(session, repo=str(comment.repository["full_name"]), number=comment.number)
+        return (pr.id if pr else None), str(comment.repository["full_name"])
+
+
+def _ack(services: Services, client: GitHubClient, comment: PullComment, reason: str) -> Answer:
+    pr_id, _ = _stored_pull(services, comment)
+    with services.writing() as session:
+        run = latest_run(session, pr_id=pr_id) if pr_id is not None else None
+        if run is None or run.status in ("queued", "running"):
+            return Answer(reply=f"@{comment.author} there is no finished triage to acknowledge yet.")
+        acknowledged = acknowledge_findings(session, run_id=run.id, actor=comment.author, reason=reason)
+        findings = [f for f in run.findings if f.severity == "blocking"]
+        head_sha = run.head_sha
+    if not acknowledged:
+        return Answer(reply=f"@{comment.author} the latest triage has no unacknowledged blocking finding.")
+    _post_acknowledged_check(services, client, comment, head_sha, reason, findings)
+    return Answer(DONE)
+
+
+def _post_acknowledged_check(services: Services, client: GitHubClient, comment: PullComment, head_sha: str,
+                             reason: str, findings: list[Finding]) -> None:
+    """A new completed check run of the same name on the head: GitHub judges a required check by the latest
+    run of that name, and the original stays in the history."""
+    owner, name = comment.owner_repo
+    title = f"Blocking findings acknowledged by @{comment.author}"
+    summary = "\n".join([f"@{comment.author} acknowledged {len(findings)} blocking "
+                         f"finding{'s' * (len(findings) != 1)}: {reason}", "",
+                         *[f"- {finding.message}" for finding in findings]])
+    check_run_id = create_check_run(client, owner, name, name=services.settings.check_name, head_sha=head_sha,
+                                    external_id=f"prtriage-ack-{comment.comment_id}", title=title)
+    complete_check_run(client, owner, name, check_run_id, conclusion="success", title=title, summary=summary)
+
+
+def _close_windows(services: Services, comment: PullComment, command: Command) -> Answer:
+    pr_id, full_name = _stored_pull(services, comment)
+    closed: list[int] = []
+    with services.writing() as session:
+        pr = session.get(PullRequest, pr_id) if pr_id is not None else None
+        for window in windows_of_pull_request(session, pr_id=pr.id) if pr else []:
+            numbers = {ref.target_number for ref in window.awaiting}
+            if window.state == "open" and command.window in (None, window.id, *numbers):
+                close_window(session, window_id=window.id, actor=comment.author, reason=command.reason)
+                closed.append(window.id)
+    if not closed:
+        which = "" if command.window is None else f" matching #{command.window}"
+        return Answer(reply=f"@{comment.author} this PR has no open risk window{which} in {full_name}.")
+    return Answer(DONE)

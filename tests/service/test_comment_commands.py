@@ -1,0 +1,210 @@
+"""`/triage` comment commands end to end: the real `issue_comment` payload decided by the comments router,
+carried out against the fake GitHub over real HTTP (permission, reactions, replies, check runs) and the
+store on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from fakegithub import FakeGitHub
+
+from app.command_runner import PullComment, run_comment
+from app.commands import HELP
+from app.config import Settings
+from app.github import create_check_run
+from app.services import Services
+from app.store.models import Finding, RiskWindow, TriageRun
+from app.store.queries import (
+    finish_run,
+    mark_running,
+    open_window,
+    start_run,
+    upsert_installation,
+    upsert_pull_request,
+    upsert_reference,
+    upsert_repository,
+)
+from app.store.session import session_scope
+from app.webhooks.comments import router
+from app.webhooks.router import Ignored, Job
+
+from .payloads import _point_at, fixture, sha
+
+REPO = "acme/widgets"
+NUMBER = 21
+HEAD, BASE = sha("head"), sha("base")
+BLOCKING = {"kind": "suite_rejected", "severity": "blocking", "message": "5 LoRA suites are rejected",
+            "suites": [], "scripts": []}
+
+
+@pytest.fixture
+def services(make_settings: Callable[..., Settings], database_url: str) -> Iterator[Services]:
+    built = Services.from_settings(make_settings(database_url=database_url))
+    yield built
+    built.close()
+
+
+@pytest.fixture
+def fake(fake_github: FakeGitHub) -> FakeGitHub:
+    fake_github.add_repo(REPO, installation_id=1)
+    fake_github.add_pull(REPO, NUMBER, head_sha=HEAD, base_sha=BASE, author="author")
+    fake_github.set_role(REPO, "maintainer", "maintain")
+    fake_github.set_role(REPO, "triager", "triage")
+    return fake_github
+
+
+def comment_event(fake: FakeGitHub, body: str, *, author: str = "maintainer", kind: str = "User",
+                  on_pull: bool = True) -> dict[str, Any]:
+    """The shared issue_comment payload, on REPO#NUMBER, by AUTHOR, saying BODY (a comment the fake has)."""
+    repo = fake.repo(REPO)
+    assert repo is not None
+    payload = _point_at(fixture("issue_comment/created.on-pull-request"), fake, REPO, repo.id)
+    payload["issue"]["number"] = NUMBER
+    if not on_pull:
+        del payload["issue"]["pull_request"]
+    comment_id = fake.add_comment(REPO, NUMBER, body, author=author, bot=kind == "Bot")
+    payload["comment"].update(id=comment_id, body=body)
+    payload["comment"]["user"].update(login=author, type=kind)
+    payload["installation"] = {"id": 1}
+    return payload
+
+
+def command(services: Services, fake: FakeGitHub, body: str, **who: Any) -> tuple[int, list[int]]:
+    """Post the comment through the router and carry out its job: (comment id, runs started)."""
+    payload = comment_event(fake, body, **who)
+    job = router.decide("issue_comment", payload)
+    assert isinstance(job, Job) and job.kind == "command"
+    comment = PullComment.from_job(1, job.data)
+    return comment.comment_id, run_comment(services, services.client(1), comment)
+
+
+def stored_pull(services: Services, fake: FakeGitHub) -> int:
+    repo = fake.repo(REPO)
+    assert repo is not None
+    with services.writing() as session:
+        upsert_installation(session, installation_id=1, account_login="acme")
+        upsert_repository(session, repository_id=repo.id, full_name=REPO, private=False, installation_id=1)
+        return upsert_pull_request(session, repository_id=repo.id, number=NUMBER, title="A change",
+                                   author="author", url=f"https://github.com/{REPO}/pull/{NUMBER}",
+                                   head_sha=HEAD, base_sha=BASE, base_ref="main", state="open").id
+
+
+def blocked_run(services: Services, fake: FakeGitHub) -> int:
+    pr_id = stored_pull(services, fake)
+    with services.writing() as session:
+        run = start_run(session, pr=pr_id, head_sha=HEAD, base_sha=BASE).run
+        finish_run(session, run_id=run.id, conclusion="failure", summary={}, suites=[], findings=[BLOCKING])
+        return run.id
+
+
+def replies(fake: FakeGitHub) -> list[str]:
+    return [note.body for note in fake.comments_on(REPO, NUMBER) if note.author == fake.bot_login]
+
+
+@pytest.mark.parametrize(("event", "reason"), [
+    ({"kind": "Bot", "author": "prtriage-test[bot]"}, "a bot's comment"),
+    ({"kind": "Bot", "author": "dependabot[bot]"}, "a bot's comment"),
+    ({"on_pull": False}, "a comment on an issue, not on a pull request"),
+])
+def test_bots_and_issue_comments_are_ignored(fake: FakeGitHub, event: dict[str, Any], reason: str) -> None:
+    assert router.decide("issue_comment", comment_event(fake, "/triage rerun", **event)) == Ignored(reason)
+
+
+def test_the_shared_payload_itself_has_no_command(fake: FakeGitHub) -> None:
+    payload = fixture("issue_comment/created.on-pull-request")
+    assert router.decide("issue_comment", payload) == Ignored("no /triage command")
+
+
+def test_help_is_a_reply(services: Services, fake: FakeGitHub) -> None:
+    command(services, fake, "/triage help", author="someone")
+    assert replies(fake) == [HELP]
+
+
+def test_an_invalid_command_gets_a_puzzled_reaction_and_says_why(services: Services,
+                                                                   fake: FakeGitHub) -> None:
+    comment_id, _ = command(services, fake, "/triage ack", author="someone")
+    assert fake.reactions_on(comment_id) == ["confused"]
+    assert replies(fake) == ["@someone a reason is required: `/triage ack <reason>`. `/triage help` lists "
+                             "the commands."]
+
+
+def test_ack_by_a_writer_turns_the_check_to_success_saying_who_and_why(services: Services,
+                                                                       fake: FakeGitHub) -> None:
+    run_id = blocked_run(services, fake)
+    comment_id, _ = command(services, fake, "/triage ack the GPU suites never pass --colocate")
+
+    assert fake.reactions_on(comment_id) == ["+1"]
+    [check] = fake.check_runs(REPO)
+    assert (check.head_sha, check.status, check.conclusion) == (HEAD, "completed", "success")
+    assert check.output["title"] == "Blocking findings acknowledged by @maintainer"
+    assert "the GPU suites never pass --colocate" in check.output["summary"]
+    assert "5 LoRA suites are rejected" in check.output["summary"]
+    with session_scope(services.sessions, read_only=True) as session:
+        [finding] = session.query(Finding).filter_by(run_id=run_id).all()
+        assert (finding.acknowledged_by, finding.ack_reason) == ("maintainer",
+                                                                 "the GPU suites never pass --colocate")
+
+
+@pytest.mark.parametrize("author", ["triager", "author", "stranger"])
+def test_ack_without_write_permission_is_politely_refused(services: Services, fake: FakeGitHub,
+                                                          author: str) -> None:
+    run_id = blocked_run(services, fake)
+    command(services, fake, "/triage ack trust me", author=author)
+    assert replies(fake) == [f"Sorry @{author}, `/triage ack` needs write permission on {REPO}; please ask a "
+                             "maintainer to do it."]
+    assert fake.check_runs(REPO) == []
+    with session_scope(services.sessions, read_only=True) as session:
+        assert session.query(Finding).filter_by(run_id=run_id).one().acknowledged_by is None
+
+
+def test_ack_with_nothing_blocking_says_so(services: Services, fake: FakeGitHub) -> None:
+    stored_pull(services, fake)
+    command(services, fake, "/triage ack fine")
+    assert replies(fake) == ["@maintainer there is no finished triage to acknowledge yet."]
+
+
+def test_rerun_by_the_author_starts_a_run(services: Services, fake: FakeGitHub) -> None:
+    comment_id, runs = command(services, fake, "/triage rerun", author="author")
+    assert fake.reactions_on(comment_id) == ["rocket"]
+    with session_scope(services.sessions, read_only=True) as session:
+        assert [(run.id, run.head_sha, run.status) for run in session.query(TriageRun)] == [
+            (runs[0], HEAD, "queued")]
+    command(services, fake, "/triage rerun", author="stranger")
+    assert replies(fake) == ["Sorry @stranger, only the PR's author and people with write permission can ask "
+                             "for a new triage."]
+
+
+def test_close_window_by_a_writer_records_who_and_why(services: Services, fake: FakeGitHub) -> None:
+    pr_id = stored_pull(services, fake)
+    with services.writing() as session:
+        awaited = upsert_reference(session, pr_id=pr_id, target_owner="acme", target_repo="widgets",
+                                   target_number=2204, kind="followup", sentence="#2204 will add it")
+        window_id = open_window(session, pr=pr_id, risk="risk", awaiting=[awaited]).id
+
+    missed, _ = command(services, fake, "/triage close-window #9 wrong number")
+    assert replies(fake) == ["@maintainer this PR has no open risk window matching #9 in acme/widgets."]
+    closed, _ = command(services, fake, "/triage close-window #2204 superseded by #2223")
+
+    assert fake.reactions_on(closed) == ["+1"] and fake.reactions_on(missed) == []
+    with session_scope(services.sessions, read_only=True) as session:
+        window = session.get(RiskWindow, window_id)
+        assert window is not None
+        assert (window.state, window.close_reason) == ("closed", "superseded by #2223")
+        assert [(e.actor, e.what) for e in window.events][-1] == ("maintainer", "closed: superseded by #2223")
+
+
+def test_rerun_cancels_the_check_of_the_run_it_supersedes(services: Services, fake: FakeGitHub) -> None:
+    pr_id = stored_pull(services, fake)
+    check_run_id = create_check_run(services.client(1), "acme", "widgets", name="PR risk triage",
+                                    head_sha=HEAD, external_id="prtriage-run-1")
+    with services.writing() as session:
+        older = start_run(session, pr=pr_id, head_sha=HEAD, base_sha=BASE).run.id
+        mark_running(session, run_id=older, check_run_id=check_run_id)
+    _, runs = command(services, fake, "/triage rerun", author="maintainer")
+    [check] = fake.check_runs(REPO)
+    assert (check.status, check.conclusion) == ("completed", "cancelled")
+    with session_scope(services.sessions, read_only=True) as session:
+        assert [(run.id, run.status) for run in session.query(TriageRun).order_by(TriageRun.id)] == [
+            (older, "superseded"), (runs[0], "queued")]
