@@ -408,10 +408,25 @@ def _validation_report(services: Services, client: GitHubClient, target: RunTarg
     if listed_all and pull.head_sha == target.head_sha and not policy.touches_validation(files):
         return CheckReport(target.base_sha, target.head_sha, validation_changed=False,
                            changed_paths=tuple(files))
-    base_tree = download_tree(client, target.owner, target.repo, target.base_sha, services.trees_dir)
+    base_sha = compared_base(client, target)
+    base_tree = download_tree(client, target.owner, target.repo, base_sha, services.trees_dir)
     head_tree = download_tree(client, target.owner, target.repo, target.head_sha, services.trees_dir)
-    return run_check(base_tree, head_tree, policy, base_sha=target.base_sha, head_sha=target.head_sha,
+    return run_check(base_tree, head_tree, policy, base_sha=base_sha, head_sha=target.head_sha,
                      cache_dir=services.settings.cache_dir, allow_unsandboxed=False)
+
+
+def compared_base(client: GitHubClient, target: RunTarget) -> str:
+    """The revision the head is compared with: the merge base of the base sha and the head, so that what
+    landed on the base branch after the PR branched off is not taken for the PR's own change. When GitHub
+    cannot name one (404 for unrelated histories, or no answer), the base sha itself, with a warning.
+    The policy is not read here: it always comes from the base sha (policy_at_base)."""
+    try:
+        return client.merge_base(target.owner, target.repo, target.base_sha, target.head_sha)
+    except GitHubError as exc:
+        log.warning("run %d of %s/%s#%d: no merge base of %s and %s (%s); comparing with the base sha",
+                    target.run_id, target.owner, target.repo, target.number, target.base_sha[:12],
+                    target.head_sha[:12], exc)
+        return target.base_sha
 
 
 def policy_at_base(client: GitHubClient, owner: str, repo: str, base_sha: str) -> Policy:

@@ -96,6 +96,22 @@ class GitHubClient:
         url = f"{repo_path(owner, repo)}/commits/{sha}/pulls"
         return [PullInfo.from_api(pull) for pull in self._list("repos/list-pulls-of-commit", url)]
 
+    def merge_base(self, owner: str, repo: str, base_sha: str, head_sha: str) -> str:
+        """The merge base of BASE_SHA and HEAD_SHA (compare API, `BASE...HEAD`): the commit the head's
+        branch forked from, so that changes landed on the base since then are not taken for the head's.
+
+        GitHub answers 404 when the two have no common history: raised as NotFound."""
+        for sha in (base_sha, head_sha):
+            if not _SHA.fullmatch(sha):
+                raise ValueError(f"not a commit sha: {sha!r}")
+        url = f"{repo_path(owner, repo)}/compare/{base_sha}...{head_sha}"
+        answer = self._call("repos/compare-commits-with-basehead", "GET", url)
+        found = answer.get("merge_base_commit") if isinstance(answer, dict) else None
+        merge_base = found.get("sha") if isinstance(found, dict) else None
+        if not isinstance(merge_base, str) or not _SHA.fullmatch(merge_base):
+            raise GitHubError("repos/compare-commits-with-basehead", 200, "the answer names no merge base")
+        return merge_base
+
     # Repository contents
 
     def get_file(self, owner: str, repo: str, path: str, ref: str) -> bytes | None:

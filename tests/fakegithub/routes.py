@@ -307,6 +307,19 @@ def get_contents(fake: FakeGitHub, call: Call) -> Reply:
     return not_found()
 
 
+def compare(fake: FakeGitHub, call: Call) -> Reply:
+    """Compare BASE...HEAD: the merge base a test set for the pair (default: BASE), in the example's
+    shape; 404 for a pair set to share no history, as GitHub answers for unrelated histories."""
+    assert call.repo is not None
+    base, dots, head = call.params["basehead"].partition("...")
+    if not dots or not base or not head:
+        return not_found()
+    merge_base = call.repo.merge_bases.get((base, head), base)
+    if merge_base is None:
+        return Reply(404, shapes.error(f"No common ancestor between {base} and {head}.", 404))
+    return Reply(200, shapes.comparison(fake.url, call.repo, base, head, merge_base))
+
+
 def get_tarball(fake: FakeGitHub, call: Call) -> Reply:
     assert call.repo is not None
     ref = call.params["ref"]
@@ -346,5 +359,6 @@ ROUTES = [Route(method, _pattern(template), template, auth, handler) for method,
     ("POST", "/repos/{owner}/{repo}/check-runs", "installation", create_check_run),
     ("PATCH", "/repos/{owner}/{repo}/check-runs/{check_run_id}", "installation", update_check_run),
     ("GET", "/repos/{owner}/{repo}/contents/{path}", "installation", get_contents),
+    ("GET", "/repos/{owner}/{repo}/compare/{basehead}", "installation", compare),
     ("GET", "/repos/{owner}/{repo}/tarball/{ref}", "installation", get_tarball),
 ]]

@@ -209,6 +209,12 @@ class FakeGitHub:
         with self._lock:
             self._repo(full_name).files[(ref, path.strip("/"))] = data
 
+    def set_merge_base(self, full_name: str, base: str, head: str, merge_base: str | None) -> None:
+        """What comparing BASE...HEAD names as their merge base (by default BASE itself); None: the two
+        share no history, and the compare API answers 404."""
+        with self._lock:
+            self._repo(full_name).merge_bases[(base, head)] = merge_base
+
     def add_tarball(self, full_name: str, ref: str, directory: Path) -> bytes:
         """DIRECTORY served as GitHub's tarball of FULL_NAME at REF; the bytes."""
         owner, name = full_name.split("/")

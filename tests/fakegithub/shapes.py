@@ -160,6 +160,19 @@ def commit(api_url: str, repo: FakeRepo, sha: str, message: str) -> dict[str, An
     return body
 
 
+def comparison(api_url: str, repo: FakeRepo, base: str, head: str, merge_base: str) -> dict[str, Any]:
+    """The compare API's answer for BASE...HEAD; only the shas are the fake's (no commits, no files)."""
+    body: dict[str, Any] = example("repos.compare-commits-with-basehead.200.default", api_url, repo.full_name)
+    body.update(url=f"{api_url}/repos/{repo.full_name}/compare/{base}...{head}",
+                html_url=f"https://github.com/{repo.full_name}/compare/{base}...{head}",
+                status="identical" if base == head else "diverged" if merge_base not in (base, head)
+                else "ahead" if merge_base == base else "behind",
+                ahead_by=0, behind_by=0, total_commits=0, commits=[], files=[])
+    for key, sha in (("base_commit", base), ("merge_base_commit", merge_base)):
+        body[key] = {**body[key], "sha": sha, "url": f"{api_url}/repos/{repo.full_name}/commits/{sha}"}
+    return body
+
+
 def issue(api_url: str, repo: FakeRepo, item: FakeIssue) -> dict[str, Any]:
     body: dict[str, Any] = example("issues.get.200.default", api_url, repo.full_name)
     body.update(id=repo.id * 100_000 + item.number, number=item.number, title=item.title, body=item.body,

@@ -87,6 +87,9 @@ class FakeRepo:
     files: dict[tuple[str, str], bytes] = field(default_factory=dict)  # (ref, path) -> content
     tarballs: dict[str, bytes] = field(default_factory=dict)  # ref -> gzip tarball
     roles: dict[str, str] = field(default_factory=dict)  # lower-case login -> admin, maintain, write …
+    # (base, head) -> their merge base; a pair not set has the base as its merge base, one set to None
+    # has no common history (the compare API answers 404)
+    merge_bases: dict[tuple[str, str], str | None] = field(default_factory=dict)
 
     @property
     def full_name(self) -> str:

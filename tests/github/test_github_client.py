@@ -10,7 +10,7 @@ import pytest
 from fakegithub import FakeGitHub
 from fakegithub.shapes import REST
 
-from app.github import CommentInfo, CommitInfo, GitHubClient, GitHubMetrics, PullInfo
+from app.github import CommentInfo, CommitInfo, GitHubClient, GitHubMetrics, NotFound, PullInfo
 from app.github.client import decode_content
 
 HEAD, BASE = "a" * 40, "b" * 40
@@ -81,6 +81,27 @@ def test_list_commits(fake: FakeGitHub, client: GitHubClient):
 
     assert client.list_commits("octo", "widgets", 4) == [CommitInfo("c" * 40, "Add the assert"),
                                                          CommitInfo("d" * 40, revert)]
+
+
+def test_merge_base_asks_the_compare_api(fake: FakeGitHub, client: GitHubClient):
+    fake.add_repo("octo/widgets")
+    fork_point, other = "c" * 40, "d" * 40
+    fake.set_merge_base("octo/widgets", BASE, HEAD, fork_point)
+
+    assert client.merge_base("octo", "widgets", BASE, HEAD) == fork_point  # the base branch moved on
+    assert client.merge_base("octo", "widgets", BASE, other) == BASE  # the head is ahead of the base
+    [request] = fake.calls("GET", rf"/repos/octo/widgets/compare/{BASE}\.\.\.{HEAD}")
+    assert request.query == {}
+
+
+def test_merge_base_of_unrelated_histories_is_not_found(fake: FakeGitHub, client: GitHubClient):
+    fake.add_repo("octo/widgets")
+    fake.set_merge_base("octo/widgets", BASE, HEAD, None)
+
+    with pytest.raises(NotFound):
+        client.merge_base("octo", "widgets", BASE, HEAD)
+    with pytest.raises(ValueError, match="not a commit sha"):
+        client.merge_base("octo", "widgets", "main...evil", HEAD)
 
 
 def test_get_file_reads_the_contents_api(fake: FakeGitHub, client: GitHubClient):
