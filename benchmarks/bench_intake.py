@@ -3,7 +3,7 @@
     .venv/bin/python -m benchmarks.bench_intake [--deliveries 2000] [--senders 20] [--warmup 100] \
         [--workers 1] [--out benchmarks/out/]
 
-Three processes, as in production: the fake GitHub (tests/fakegithub, real HTTP on loopback, in a child
+Three processes, as in production: the fake GitHub (app/localgithub, real HTTP on loopback, in a child
 process), `prtriage serve` on its embedded defaults (SQLite database, SqliteHuey queue, its own worker
 threads, migrated at start-up), and this load process. Every delivery is a real `pull_request` `opened`
 payload for a PR of its own that touches no validation path, so its triage is cheap (a success check from
@@ -21,7 +21,6 @@ import argparse
 import asyncio
 import hashlib
 import hmac
-import importlib
 import json
 import multiprocessing
 import os
@@ -45,31 +44,20 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from sqlalchemy import func, select
 
+from app.localgithub import FakeGitHub, make_app_key
 from app.store.models import Delivery, TriageRun
 from app.store.session import make_engine, session_scope
 
 ROOT = Path(__file__).resolve().parents[1]
-TESTS = ROOT / "tests"
-FIXTURE = Path("/work/shared/fixtures/github/webhooks/pull_request/opened.json")
+FIXTURE = ROOT.parent / "shared" / "fixtures" / "github" / "webhooks" / "pull_request" / "opened.json"
 REPO = "acme/widgets"
 SECRET = "bench-webhook-secret"
 P99_TARGET_MS = 50.0
 
 
-def _fakegithub() -> Any:
-    """The fake GitHub of the tests (it lives in tests/, outside the package)."""
-    if str(TESTS) not in sys.path:
-        sys.path.insert(0, str(TESTS))
-    return importlib.import_module("fakegithub")
-
-
 def fake_github_process(key: Any, prs: int, channel: Connection) -> None:
     """Child process: the fake GitHub with REPO and PRs 1..PRS (README.md only); answers stats requests."""
-    module = _fakegithub()
-    # The fake writes an answer's head and body separately: with Nagle's algorithm on, each request of the
-    # worker then waits for a delayed ACK (about 40 ms), and the benchmark would measure that, not prtriage.
-    importlib.import_module("fakegithub.server")._Handler.disable_nagle_algorithm = True
-    fake = module.FakeGitHub(key).start()
+    fake = FakeGitHub(key).start()
     fake.add_repo(REPO, installation_id=1)
     for number in range(1, prs + 1):
         fake.add_pull(REPO, number, head_sha=hashlib.sha1(f"head {number}".encode()).hexdigest(),
@@ -219,7 +207,7 @@ def main() -> int:
         return measure_baseline(args)
     total = args.warmup + args.deliveries
     load_before = [round(load, 2) for load in os.getloadavg()]
-    key = _fakegithub().make_app_key()
+    key = make_app_key()
     payload = json.loads(FIXTURE.read_text())
     context = multiprocessing.get_context("spawn")
     ours, theirs = context.Pipe()

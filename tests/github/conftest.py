@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from fakegithub import AppKey, FakeGitHub
 from fakegithub.plugin import fake_github, fake_github_factory, github_app_key
 
 from app.github import GitHubApp, GitHubClient, GitHubMetrics, RetryPolicy
+from app.localgithub import AppKey, FakeGitHub
 
 __all__ = ["fake_github", "fake_github_factory", "github_app_key"]  # fixtures, used by name
 

@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from fakegithub import FakeGitHub
-from fakegithub.shapes import REST
 
 from app.github import (
     Annotation,
@@ -18,6 +16,8 @@ from app.github import (
     create_check_run,
 )
 from app.github.checks import OUTPUT_LIMIT
+from app.localgithub import FakeGitHub
+from app.localgithub.shapes import REST
 
 HEAD = "a" * 40
 RUN = r"/repos/octo/widgets/check-runs/\d+"

@@ -7,11 +7,11 @@ import json
 from datetime import datetime
 
 import pytest
-from fakegithub import FakeGitHub
-from fakegithub.shapes import REST
 
 from app.github import CommentInfo, CommitInfo, GitHubClient, GitHubMetrics, NotFound, PullInfo
 from app.github.client import decode_content
+from app.localgithub import FakeGitHub
+from app.localgithub.shapes import REST
 
 HEAD, BASE = "a" * 40, "b" * 40
 

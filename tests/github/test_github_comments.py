@@ -4,10 +4,10 @@ confused with someone else's copy of the marker, kept under GitHub's size limit.
 from __future__ import annotations
 
 import pytest
-from fakegithub import FakeGitHub
 
 from app.github import STICKY_MARKER, GitHubClient, upsert_sticky_comment
 from app.github.comments import COMMENT_LIMIT, fit_comment, sticky_body
+from app.localgithub import FakeGitHub
 
 HEAD, BASE = "a" * 40, "b" * 40
 BOT = "prtriage-test[bot]"

@@ -7,7 +7,6 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
 import pytest
-from fakegithub import AppKey, FakeGitHub
 
 from app.analysis.followup_findings import Resolution, followup_findings
 from app.analysis.followups import find_references
@@ -22,6 +21,7 @@ from app.github.references import (
     web_host,
     with_commits_resolved,
 )
+from app.localgithub import AppKey, FakeGitHub
 
 HEAD, BASE = "a" * 40, "b" * 40
 MERGED_AT = "2026-01-02T03:04:05Z"

@@ -6,10 +6,10 @@ from __future__ import annotations
 import time
 
 import pytest
-from fakegithub import FakeGitHub
 
 from app.github import GitHubApp, GitHubClient, GitHubError, GitHubMetrics, RateLimited, RetryPolicy
 from app.github.retry import AttemptFailed, Wait, rate_limit_wait
+from app.localgithub import FakeGitHub
 
 HEAD, BASE = "a" * 40, "b" * 40
 PULL = r"/repos/octo/widgets/pulls/5"

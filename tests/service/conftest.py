@@ -23,9 +23,7 @@ import httpx
 import pytest
 import redis
 import uvicorn
-from fakegithub import FakeGitHub
 from fakegithub.plugin import fake_github, fake_github_factory, github_app_key  # noqa: F401 (fixtures)
-from fakegithub.tarballs import build_tarball
 from fastapi import FastAPI
 from sqlalchemy import select
 from store.databases import PostgresDatabases
@@ -33,6 +31,8 @@ from twin import build_miles_twin
 
 from app.config import Settings
 from app.jobs import Queue, make_queue
+from app.localgithub import FakeGitHub
+from app.localgithub.tarballs import build_tarball
 from app.main import create_app
 from app.services import Services
 from app.store.migrate import upgrade

@@ -4,13 +4,14 @@ are changed), and signed as GitHub signs them."""
 from __future__ import annotations
 
 import hashlib
-import hmac
 import json
-import uuid
 from pathlib import Path
 from typing import Any
 
-from fakegithub import FakeGitHub
+from app.localgithub import FakeGitHub, deliveries
+from app.localgithub.deliveries import encode as encode  # re-exported for the tests
+from app.localgithub.deliveries import point_at as point_at  # re-exported for the tests
+from app.localgithub.deliveries import pull_request_payload
 
 WEBHOOKS = Path("/work/shared/fixtures/github/webhooks")
 if not WEBHOOKS.is_dir():  # a checkout outside this machine's layout
@@ -29,34 +30,12 @@ def fixture(name: str) -> dict[str, Any]:
     return loaded
 
 
-def _point_at(payload: dict[str, Any], fake: FakeGitHub, full_name: str, repo_id: int) -> dict[str, Any]:
-    """PAYLOAD's repository and URLs replaced by the fake's (text replacement, then the ids)."""
-    original = payload["repository"]["full_name"]
-    text = json.dumps(payload).replace("https://api.github.com", fake.url).replace(original, full_name)
-    adapted: dict[str, Any] = json.loads(text)
-    owner, name = full_name.split("/")
-    adapted["repository"].update(id=repo_id, name=name, full_name=full_name)
-    adapted["repository"]["owner"]["login"] = owner
-    return adapted
-
-
 def pull_request_event(fake: FakeGitHub, action: str, *, full_name: str, number: int, head_sha: str,
                        base_sha: str, installation_id: int = 1, variant: str | None = None) -> dict[str, Any]:
     """The shared `pull_request/<action>[.<variant>]` payload for the fake's FULL_NAME#NUMBER."""
     payload = fixture(f"pull_request/{action}" + (f".{variant}" if variant else ""))
-    repo = fake.repo(full_name)
-    assert repo is not None, f"add {full_name} to the fake first"
-    adapted = _point_at(payload, fake, full_name, repo.id)
-    adapted["number"] = number
-    pull = adapted["pull_request"]
-    pull.update(number=number, url=f"{fake.url}/repos/{full_name}/pulls/{number}",
-                html_url=f"https://github.com/{full_name}/pull/{number}")
-    pull["head"]["sha"], pull["base"]["sha"] = head_sha, base_sha
-    pull["base"]["repo"].update(id=repo.id, full_name=full_name, name=full_name.split("/")[1])
-    if action == "synchronize":
-        adapted["after"] = head_sha
-    adapted["installation"] = {"id": installation_id, "node_id": "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uMQ=="}
-    return adapted
+    return pull_request_payload(payload, fake, full_name=full_name, number=number, head_sha=head_sha,
+                                base_sha=base_sha, installation_id=installation_id)
 
 
 def check_run_event(fake: FakeGitHub, action: str, *, full_name: str, check_run_id: int, head_sha: str,
@@ -64,7 +43,7 @@ def check_run_event(fake: FakeGitHub, action: str, *, full_name: str, check_run_
     payload = fixture(f"check_run/{action}")
     repo = fake.repo(full_name)
     assert repo is not None
-    adapted = _point_at(payload, fake, full_name, repo.id)
+    adapted = point_at(payload, fake, full_name, repo.id)
     check_run = adapted["check_run"]
     check_run.update(id=check_run_id, head_sha=head_sha)
     check_run["app"]["id"] = fake.app_id
@@ -77,16 +56,10 @@ def check_run_event(fake: FakeGitHub, action: str, *, full_name: str, check_run_
 
 
 def signature(body: bytes, secret: str = SECRET) -> str:
-    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+    return deliveries.signature(body, secret)
 
 
 def delivery_headers(event: str, body: bytes, *, guid: str | None = None, secret: str = SECRET,
                      ) -> dict[str, str]:
     """The headers GitHub sends with a delivery of BODY."""
-    return {"X-GitHub-Event": event, "X-GitHub-Delivery": guid or str(uuid.uuid4()),
-            "X-Hub-Signature-256": signature(body, secret), "Content-Type": "application/json",
-            "User-Agent": "GitHub-Hookshot/test"}
-
-
-def encode(payload: dict[str, Any]) -> bytes:
-    return json.dumps(payload, separators=(",", ":")).encode()
+    return deliveries.delivery_headers(event, body, secret=secret, guid=guid)

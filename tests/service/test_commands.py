@@ -16,8 +16,9 @@ from typing import Any
 
 import httpx
 import pytest
-from fakegithub import FakeGitHub
 from twin.variants import ARGUMENTS
+
+from app.localgithub import FakeGitHub
 
 from .conftest import BASE, INCIDENT, MILES, Service, wait_for
 from .payloads import SECRET, delivery_headers, encode, fixture, pull_request_event

@@ -8,12 +8,12 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from fakegithub import FakeGitHub
 
 from app.command_runner import PullComment, run_comment
 from app.commands import HELP
 from app.config import Settings
 from app.github import create_check_run
+from app.localgithub import FakeGitHub
 from app.services import Services
 from app.store.models import Finding, RiskWindow, TriageRun
 from app.store.queries import (
@@ -30,7 +30,7 @@ from app.store.session import session_scope
 from app.webhooks.comments import router
 from app.webhooks.router import Ignored, Job
 
-from .payloads import _point_at, fixture, sha
+from .payloads import fixture, point_at, sha
 
 REPO = "acme/widgets"
 NUMBER = 21
@@ -60,7 +60,7 @@ def comment_event(fake: FakeGitHub, body: str, *, author: str = "maintainer", ki
     """The shared issue_comment payload, on REPO#NUMBER, by AUTHOR, saying BODY (a comment the fake has)."""
     repo = fake.repo(REPO)
     assert repo is not None
-    payload = _point_at(fixture("issue_comment/created.on-pull-request"), fake, REPO, repo.id)
+    payload = point_at(fixture("issue_comment/created.on-pull-request"), fake, REPO, repo.id)
     payload["issue"]["number"] = NUMBER
     if not on_pull:
         del payload["issue"]["pull_request"]

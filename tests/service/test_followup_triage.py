@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import pytest
-from fakegithub import FakeGitHub
 
 from app.analysis.policy import builtin_policy, load_policy
 from app.analysis.report import CheckReport
 from app.config import Settings
 from app.followup_triage import pull_followups, revert_findings, with_findings
 from app.github.references import ResolutionCache
+from app.localgithub import FakeGitHub
 from app.report import check_output, comment_markdown, inert
 from app.services import Services
 from app.store.session import session_scope

@@ -9,9 +9,9 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from fakegithub import FakeGitHub
 
 from app.config import Settings
+from app.localgithub import FakeGitHub
 from app.store.models import Installation, Repository
 from app.store.session import session_scope
 

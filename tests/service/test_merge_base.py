@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fakegithub import FakeGitHub
 from twin.variants import ARGUMENTS
 
 from app import pipeline
+from app.localgithub import FakeGitHub
 
 from .conftest import INCIDENT, MILES, Service
 from .payloads import sha

@@ -8,9 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import yaml
-from fakegithub import FakeGitHub
 
 from app.config import Settings
+from app.localgithub import FakeGitHub
 from app.main import create_app
 from app.services import Services
 from app.webhooks import ROUTER

@@ -14,10 +14,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from fakegithub import FakeGitHub
 from twin.variants import ARGUMENTS
 
 from app.config import Settings
+from app.localgithub import FakeGitHub
 
 from .conftest import BASE, INCIDENT, MILES, Service, make_service, wait_for
 from .payloads import pull_request_event

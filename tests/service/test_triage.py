@@ -12,12 +12,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from fakegithub import FakeGitHub
 from twin.variants import ARGUMENTS
 
 from app import pipeline
 from app.config import Settings
 from app.github import GitHubApp, RetryPolicy
+from app.localgithub import FakeGitHub
 from app.report import COMMENT_MARKER
 from app.services import Services
 from app.store.queries import get_pull_request

@@ -8,11 +8,11 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from fakegithub import FakeGitHub
 
 from app import resync, windows
 from app.config import Settings
 from app.github.references import ResolutionCache
+from app.localgithub import FakeGitHub
 from app.services import Services
 from app.store.models import PullRequest, RiskWindow
 from app.store.queries import (

@@ -7,10 +7,10 @@ from collections.abc import Iterator
 from datetime import datetime
 
 import pytest
-from fakegithub import FakeGitHub
 
 from app.github.references import CACHE
 from app.jobs import every
+from app.localgithub import FakeGitHub
 from app.store.models import RiskWindow
 from app.store.session import session_scope
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -15,10 +16,10 @@ from urllib.parse import parse_qsl, urlsplit
 
 import jwt
 
-from fakegithub import shapes
-from fakegithub.keys import AppKey
-from fakegithub.routes import ROUTES, Call, Reply, Route, iso
-from fakegithub.state import (
+from app.localgithub import shapes
+from app.localgithub.keys import AppKey
+from app.localgithub.routes import ROUTES, Call, Reply, Route, iso
+from app.localgithub.state import (
     FakeCheckRun,
     FakeComment,
     FakeIssue,
@@ -31,7 +32,7 @@ from fakegithub.state import (
     IssuedToken,
     RecordedRequest,
 )
-from fakegithub.tarballs import build_tarball
+from app.localgithub.tarballs import build_tarball
 
 SECONDARY_MESSAGE = ("You have exceeded a secondary rate limit. Please wait a few minutes before you try "
                      "again. If you reach out to GitHub Support for help, please include the request ID.")
@@ -39,6 +40,9 @@ SECONDARY_MESSAGE = ("You have exceeded a secondary rate limit. Please wait a fe
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as GitHub; every answer has a Content-Length
+    # An answer's head and body are written separately: with Nagle's algorithm on, each request would then
+    # wait for a delayed ACK (about 40 ms).
+    disable_nagle_algorithm = True
     server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -76,6 +80,11 @@ class _Server(ThreadingHTTPServer):
         # a short poll interval: shutdown() waits for the loop's next poll, once per test
         self.thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.02},
                                        name=f"fake-github-{kind}", daemon=True)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # a client that hangs up on a kept-alive connection is no error worth a traceback on stderr
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 class FakeGitHub:

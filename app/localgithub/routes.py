@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from fakegithub import shapes
-from fakegithub.state import FakeCheckRun, FakeComment, FakeReaction, FakeRepo, IssuedToken
+from app.localgithub import shapes
+from app.localgithub.state import FakeCheckRun, FakeComment, FakeReaction, FakeRepo, IssuedToken
 
 if TYPE_CHECKING:
-    from fakegithub.server import FakeGitHub
+    from app.localgithub.server import FakeGitHub
 
 
 def iso(epoch: float | None = None) -> str:

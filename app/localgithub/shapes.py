@@ -1,5 +1,9 @@
-"""Bodies in GitHub's shapes: the shared REST description's examples with the fake's ids filled in, and a
-check of request bodies against the description's JSON schemas (what GitHub would answer with 422)."""
+"""Bodies in GitHub's shapes: the REST description's examples with the fake's ids filled in, and a check of
+request bodies against the description's JSON schemas (what GitHub would answer with 422).
+
+`rest/` is a copy of the subset of GitHub's published REST description this project is built against (the
+operations and examples it uses); it ships with the package so that `prtriage demo` runs anywhere, and a test
+keeps it identical to the project's shared fixtures."""
 
 from __future__ import annotations
 
@@ -11,9 +15,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from fakegithub.state import FakeCheckRun, FakeComment, FakeIssue, FakePull, FakeRepo, Installation
+from app.localgithub.state import FakeCheckRun, FakeComment, FakeIssue, FakePull, FakeRepo, Installation
 
-REST = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "github" / "rest"
+REST = Path(__file__).resolve().parent / "rest"
 DOCS = "https://docs.github.com/rest"
 
 
@@ -21,8 +25,7 @@ DOCS = "https://docs.github.com/rest"
 def _example_text(name: str) -> str:
     path = REST / "examples" / name
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: the shared GitHub fixtures are missing (../shared, beside the "
-                                "checkout)")
+        raise FileNotFoundError(f"{path}: no such example in the REST description subset")
     return path.read_text()
 
 
