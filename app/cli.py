@@ -23,6 +23,7 @@ from typing import TextIO
 from app.analysis.model import Matrix
 from app.analysis.policy import Policy, PolicyError, builtin_policy, load_policy, parse_policy
 from app.analysis.render import render
+from app.cachedir import DEFAULT_MAX_SIZE, parse_size, prune
 from app.capture import capture_matrix
 from app.config import ConfigError, StartupError
 from app.engine import SANDBOX_HINT, AnalysisError, require_sandbox, run_check
@@ -143,6 +144,16 @@ def _add_service(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     serve.add_argument("--host", help="address to listen on (default $PRTRIAGE_HOST, else 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port (default $PRTRIAGE_PORT, else 8000)")
     serve.set_defaults(command=serve_command)
+    demo = commands.add_parser(
+        "demo", help="the App end to end on this machine: a local GitHub, serve, the example pull request",
+        description="Start a local GitHub holding the bundled example (examples/incident) and its pull "
+                    "request, run `serve` against it with everything in a temporary directory, deliver the "
+                    "pull request's `opened` webhook, and print the check run and the sticky comment the App "
+                    "posts. The dashboard stays up until Ctrl-C. No GitHub account or setting is needed. "
+                    "Exit 0 when the App reported, 3 when it could not.")
+    demo.add_argument("--port", type=int, help="port of the service (default $PRTRIAGE_PORT, else 8000)")
+    demo.add_argument("--once", action="store_true", help="stop as soon as the result is printed")
+    demo.set_defaults(command=demo_command)
     worker = commands.add_parser(
         "worker", help="run queue workers alone (any number, any machine, with QUEUE_URL=redis://...)",
         description="Run PRTRIAGE_WORKERS queue consumer threads until SIGTERM or SIGINT (the jobs in hand "
@@ -152,6 +163,18 @@ def _add_service(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     db_commands = db.add_subparsers(title="commands", required=True, metavar="COMMAND")
     upgrade = db_commands.add_parser("upgrade", help="apply the Alembic migrations to DATABASE_URL")
     upgrade.set_defaults(command=db_upgrade_command)
+    cache = commands.add_parser("cache", help="cache maintenance")
+    cache_commands = cache.add_subparsers(title="commands", required=True, metavar="COMMAND")
+    cache_prune = cache_commands.add_parser(
+        "prune", help="remove the least recently used cache entries while the cache is over its cap",
+        description="Remove the least recently used source trees and captured matrices of the cache until it "
+                    "holds at most SIZE (never what was used in the last hour), and leftovers of "
+                    "interrupted runs. The service does this every hour.")
+    cache_prune.add_argument("--max-size", metavar="SIZE", help="the cap, e.g. 500MB, 10GB, 2GiB (default "
+                       f"$PRTRIAGE_CACHE_MAX_SIZE, else {DEFAULT_MAX_SIZE})")
+    cache_prune.add_argument("--cache-dir", type=Path, metavar="DIR", help="cache directory (default: "
+                       "$PRTRIAGE_CACHE_DIR, else $XDG_CACHE_HOME/prtriage, else ~/.cache/prtriage)")
+    cache_prune.set_defaults(command=cache_prune_command)
     replay = commands.add_parser(
         "replay", help="feed a saved delivery (headers + body) through the intake",
         description="Feed a saved delivery, a JSON file {\"headers\": {...}, \"body\": ...}, through the "
@@ -174,6 +197,22 @@ def serve_command(args: argparse.Namespace) -> int:
     return runtime.serve(runtime.load_settings(host=args.host, port=args.port))
 
 
+def demo_command(args: argparse.Namespace) -> int:
+    from app import demo
+
+    port = args.port
+    if port is None:
+        try:
+            port = int(os.environ.get("PRTRIAGE_PORT") or 8000)
+        except ValueError:
+            raise UsageError("PRTRIAGE_PORT: not a port number") from None
+
+    def say(text: str) -> None:
+        print(f"prtriage demo: {text}", flush=True)
+
+    return demo.run(port, once=args.once, say=say)
+
+
 def worker_command(args: argparse.Namespace) -> int:
     from app import runtime
 
@@ -184,6 +223,19 @@ def db_upgrade_command(args: argparse.Namespace) -> int:
     from app import runtime
 
     return runtime.upgrade_database(runtime.load_settings())
+
+
+def cache_prune_command(args: argparse.Namespace) -> int:
+    size = args.max_size
+    if size is None:
+        size = os.environ.get("PRTRIAGE_CACHE_MAX_SIZE") or DEFAULT_MAX_SIZE
+    try:
+        max_bytes = parse_size(size)
+    except ValueError as exc:
+        where = "PRTRIAGE_CACHE_MAX_SIZE" if args.max_size is None else "--max-size"
+        raise UsageError(f"{where}: {exc}") from None
+    print(prune(cache_directory(args.cache_dir), max_bytes).summary())
+    return EXIT_OK
 
 
 def replay_command(args: argparse.Namespace) -> int:

@@ -43,12 +43,28 @@ class AnnotationSpec:
 
 
 @dataclass(frozen=True)
+class ActionSpec:
+    """A button on the completed check run (GitHub: label <= 20 characters, description <= 40, identifier
+    <= 20); a click comes back as a `check_run` `requested_action` delivery carrying the identifier."""
+
+    label: str
+    description: str
+    identifier: str
+
+
+RERUN_ACTION = "rerun"  # the identifier app/webhooks/checks.py answers with a new triage
+RERUN_BUTTON = ActionSpec(label="Re-run triage", description="Triage this pull request again",
+                          identifier=RERUN_ACTION)
+
+
+@dataclass(frozen=True)
 class CheckOutput:
     conclusion: Conclusion
     title: str
     summary: str
     text: str | None = None
     annotations: tuple[AnnotationSpec, ...] = ()
+    actions: tuple[ActionSpec, ...] = (RERUN_BUTTON,)  # every completed triage can be asked again
 
 
 # Text made safe
@@ -258,9 +274,12 @@ def check_output(report: CheckReport) -> CheckOutput:
                        text=text, annotations=annotations_of(report.findings))
 
 
+ERROR_TITLE = "Triage could not run"
+
+
 def error_output(reason: str) -> CheckOutput:
     """The analysis could not run: neutral, so that a required check never blocks on our failure."""
-    return CheckOutput(conclusion="neutral", title="Triage could not run",
+    return CheckOutput(conclusion="neutral", title=ERROR_TITLE,
                        summary=f"**The triage could not run:** {inert(reason, 2000)}\n\n"
                                "Nothing was judged; push again or re-run the check once the cause is fixed.")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import types
 import typing
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from app.analysis.policy import Policy, parse_policy
+from app.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -73,3 +75,16 @@ def test_every_environment_variable_the_code_reads_is_documented() -> None:
     docs = "".join((ROOT / name).read_text() for name in ("README.md", "docs/service.md", "docs/sandbox.md"))
     missing = sorted(name for name in names if f"`{name}`" not in docs)
     assert missing == [], f"document these environment variables in README or docs/: {missing}"
+
+
+def test_the_quick_start_begins_with_the_demo_and_names_real_commands() -> None:
+    readme = (ROOT / "README.md").read_text()
+    quick_start = readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    block = quick_start.split("```", 2)[1].strip().splitlines()
+    assert block[0] == ".venv/bin/prtriage demo"
+    table = readme.split("## Commands", 1)[1].split("\n## ", 1)[0]
+    named = {row.split("`prtriage ", 1)[1].split()[0].strip("`") for row in table.splitlines()
+             if row.startswith("| `prtriage ")}
+    [commands] = [action for action in build_parser()._actions
+                  if isinstance(action, argparse._SubParsersAction)]
+    assert named == set(commands.choices)
