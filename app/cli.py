@@ -151,7 +151,8 @@ def _add_service(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
                     "pull request's `opened` webhook, and print the check run and the sticky comment the App "
                     "posts. The dashboard stays up until Ctrl-C. No GitHub account or setting is needed. "
                     "Exit 0 when the App reported, 3 when it could not.")
-    demo.add_argument("--port", type=int, help="port of the service (default $PRTRIAGE_PORT, else 8000)")
+    demo.add_argument("--port", type=int,
+                      help="port of the service (default $PRTRIAGE_PORT, else 8000; 0: any free port)")
     demo.add_argument("--once", action="store_true", help="stop as soon as the result is printed")
     demo.set_defaults(command=demo_command)
     worker = commands.add_parser(

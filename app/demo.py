@@ -108,14 +108,17 @@ def demo_settings(fake: FakeGitHub, secret: str, directory: Path, port: int) -> 
                     log_level="WARNING")
 
 
-def require_free_port(port: int) -> None:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind(("127.0.0.1", port))
-        except OSError as exc:
-            raise StartupError(f"port {port} on 127.0.0.1: {exc.strerror}; choose another with --port") \
-                from None
+def listen(port: int) -> socket.socket:
+    """The service's socket, bound now (port 0: any free port), so that a taken port is a clear error and
+    no other process can take it between our check and the service's start."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind(("127.0.0.1", port))
+    except OSError as exc:
+        listener.close()
+        raise StartupError(f"port {port} on 127.0.0.1: {exc.strerror}; choose another with --port") from None
+    return listener
 
 
 def wait_until_up(base_url: str, stopped: threading.Event, timeout: float = 60.0) -> bool:
@@ -193,7 +196,8 @@ def analysed(check: FakeCheckRun | None) -> bool:
 def run(port: int, *, once: bool, say: Say) -> int:
     """The demo; 0 when the App analysed the pull request and reported, 3 when it could not."""
     example = example_directory()
-    require_free_port(port)
+    listener = listen(port)
+    port = listener.getsockname()[1]
     from app import runtime  # the service machinery, only when the demo runs
 
     with tempfile.TemporaryDirectory(prefix="prtriage-demo-") as scratch:
@@ -215,10 +219,11 @@ def run(port: int, *, once: bool, say: Say) -> int:
 
             threading.Thread(target=then_report, name="demo-driver", daemon=True).start()
             try:
-                runtime.serve(settings)
+                runtime.serve(settings, listener=listener)
             finally:
                 stopped.set()
                 outcome.done.wait(5)
         finally:
             fake.stop()
+            listener.close()
     return 0 if analysed(outcome.check) else 3

@@ -10,6 +10,7 @@ import hmac
 import json
 import logging
 import signal
+import socket
 import threading
 import uuid
 from pathlib import Path
@@ -96,7 +97,9 @@ def settle_memory() -> None:
     gc.freeze()
 
 
-def serve(settings: Settings) -> int:
+def serve(settings: Settings, *, listener: socket.socket | None = None) -> int:
+    """Serve until SIGTERM/SIGINT; on LISTENER when given (a socket bound already, e.g. to port 0), else on
+    the settings' host and port."""
     _log_levels(settings)
     services = prepare(settings)
     app = create_app(settings, services=services, workers=settings.workers)
@@ -113,7 +116,7 @@ def serve(settings: Settings) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: None)
     try:
-        uvicorn.Server(config).run()
+        uvicorn.Server(config).run(sockets=[listener] if listener is not None else None)
     finally:
         services.close()
     return 0

@@ -18,13 +18,6 @@ ROOT = Path(__file__).resolve().parents[1]
 PRTRIAGE = [sys.executable, "-m", "app.cli"]
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 def environment(tmp_path: Path) -> dict[str, str]:
     """A user's environment that points elsewhere: the demo must use none of it."""
     return {"PATH": os.environ["PATH"], "HOME": str(tmp_path / "home"),
@@ -33,7 +26,7 @@ def environment(tmp_path: Path) -> dict[str, str]:
 
 
 def test_the_demo_triages_the_example_pull_request_and_reports_it(tmp_path: Path) -> None:
-    done = subprocess.run([*PRTRIAGE, "demo", "--once", "--port", str(free_port())], cwd=tmp_path,
+    done = subprocess.run([*PRTRIAGE, "demo", "--once", "--port", "0"], cwd=tmp_path,
                           env=environment(tmp_path), capture_output=True, text=True, timeout=300)
     output = done.stdout + done.stderr
     assert done.returncode == 0, output
@@ -50,17 +43,18 @@ def test_the_demo_triages_the_example_pull_request_and_reports_it(tmp_path: Path
 
 
 def test_the_demo_keeps_the_dashboard_up_until_interrupted(tmp_path: Path) -> None:
-    port = free_port()
     log = tmp_path / "demo.log"
     with log.open("w") as sink:
-        demo = subprocess.Popen([*PRTRIAGE, "demo", "--port", str(port)], cwd=tmp_path,
+        demo = subprocess.Popen([*PRTRIAGE, "demo", "--port", "0"], cwd=tmp_path,
                                 env=environment(tmp_path), stdout=sink, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 300
         while "keeps running" not in log.read_text():
             assert demo.poll() is None and time.monotonic() < deadline, log.read_text()
             time.sleep(0.2)
-        page = httpx.get(f"http://127.0.0.1:{port}/runs", timeout=10)
+        listening = re.search(r"webhooks http://127\.0\.0\.1:(\d+)/", log.read_text())
+        assert listening is not None, log.read_text()
+        page = httpx.get(f"http://127.0.0.1:{listening[1]}/runs", timeout=10)
         assert page.status_code == 200
         assert "example/incident" in page.text and "failure" in page.text
         demo.send_signal(signal.SIGINT)
@@ -73,7 +67,7 @@ def test_the_demo_keeps_the_dashboard_up_until_interrupted(tmp_path: Path) -> No
 
 def test_without_a_sandbox_the_demo_says_why_and_fails(tmp_path: Path) -> None:
     missing = tmp_path / "no-bwrap-here"
-    done = subprocess.run([*PRTRIAGE, "demo", "--once", "--port", str(free_port())], cwd=tmp_path,
+    done = subprocess.run([*PRTRIAGE, "demo", "--once", "--port", "0"], cwd=tmp_path,
                           env={**environment(tmp_path), "PRTRIAGE_BWRAP": str(missing)}, capture_output=True,
                           text=True, timeout=300)
     output = done.stdout + done.stderr
