@@ -172,9 +172,9 @@ def _add_service(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
                     "holds at most SIZE (never what was used in the last hour), and leftovers of "
                     "interrupted runs. The service does this every hour.")
     cache_prune.add_argument("--max-size", metavar="SIZE", help="the cap, e.g. 500MB, 10GB, 2GiB (default "
-                       f"$PRTRIAGE_CACHE_MAX_SIZE, else {DEFAULT_MAX_SIZE})")
+                             f"$PRTRIAGE_CACHE_MAX_SIZE, else {DEFAULT_MAX_SIZE})")
     cache_prune.add_argument("--cache-dir", type=Path, metavar="DIR", help="cache directory (default: "
-                       "$PRTRIAGE_CACHE_DIR, else $XDG_CACHE_HOME/prtriage, else ~/.cache/prtriage)")
+                             "$PRTRIAGE_CACHE_DIR, else $XDG_CACHE_HOME/prtriage, else ~/.cache/prtriage)")
     cache_prune.set_defaults(command=cache_prune_command)
     replay = commands.add_parser(
         "replay", help="feed a saved delivery (headers + body) through the intake",

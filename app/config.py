@@ -11,8 +11,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from app.cachedir import DEFAULT_MAX_SIZE, parse_size
 
 
 class ConfigError(Exception):
@@ -45,11 +47,18 @@ class Settings(BaseSettings):
                            alias="PRTRIAGE_DATA_DIR")
     cache_dir: Path = Field(default_factory=lambda: _xdg("XDG_CACHE_HOME", ".cache"),
                             alias="PRTRIAGE_CACHE_DIR")
+    # Bytes; the least recently used entries go when the cache holds more (app/cachedir.py).
+    cache_max_size: int = Field(parse_size(DEFAULT_MAX_SIZE), ge=0, alias="PRTRIAGE_CACHE_MAX_SIZE")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", alias="PRTRIAGE_LOG_LEVEL")
     host: str = Field("127.0.0.1", alias="PRTRIAGE_HOST")
     port: int = Field(8000, alias="PRTRIAGE_PORT")
     # Queue consumers: threads of `serve` (0: none, jobs go to `prtriage worker`s) and of each `worker`.
     workers: int = Field(1, ge=0, le=64, alias="PRTRIAGE_WORKERS")
+
+    @field_validator("cache_max_size", mode="before")
+    @classmethod
+    def _size(cls, value: object) -> object:
+        return parse_size(value) if isinstance(value, str) else value
 
     @model_validator(mode="after")
     def _one_key_source(self) -> Settings:

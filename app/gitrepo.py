@@ -7,16 +7,15 @@ export-subst, eol conversion, filters) alters what is analysed.
 
 from __future__ import annotations
 
-import logging
 import os
 import re
-import shutil
+import signal
 import subprocess
-import tarfile
 import tempfile
 from pathlib import Path
 
-log = logging.getLogger(__name__)
+from app.cachedir import cached_entry
+from app.tarsafe import ArchiveRefused, extract_tree
 
 SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 # Highest-precedence attributes: the bytes of the commit, whatever its own .gitattributes say.
@@ -58,29 +57,14 @@ def object_store(repo: Path) -> Path:
 
 
 def export_tree(repo: Path, sha: str, dest: Path) -> Path:
-    """Unpack commit SHA of REPO at DEST (kept when already there); concurrent exports of one sha are safe.
+    """Unpack commit SHA of REPO at DEST (kept, and marked used, when already there); concurrent exports
+    of one sha are safe.
 
     Written under a temporary name and renamed, so DEST is complete whenever it exists.
     """
     if not SHA.fullmatch(sha):
         raise GitError(f"not a full commit sha: {sha!r}")
-    if dest.is_dir():
-        return dest
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    partial = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".partial", dir=dest.parent))
-    try:
-        _archive_into(repo, sha, partial)
-        partial.chmod(0o755)  # the sandbox reads the tree as an unprivileged uid
-        try:
-            partial.rename(dest)
-        except OSError:
-            if not dest.is_dir():
-                raise
-            shutil.rmtree(partial)  # another run exported the same sha first
-    except BaseException:
-        shutil.rmtree(partial, ignore_errors=True)
-        raise
-    return dest
+    return cached_entry(dest, lambda partial: _archive_into(repo, sha, partial))
 
 
 def cached_tree(repo: Path, rev: str, cache_dir: Path) -> tuple[str, Path]:
@@ -102,32 +86,30 @@ def _archive_into(repo: Path, sha: str, dest: Path) -> None:
 
 
 def _stream_archive(scratch: Path, sha: str, dest: Path, env: dict[str, str]) -> None:
+    """`git archive` of SHA unpacked at DEST through the checks a tarball from the network gets (a fetched
+    commit is no more trusted than a downloaded one), except that a link out of the tree is left out, not
+    fatal: a repository's own absolute symlinks are ordinary content."""
     with tempfile.TemporaryFile() as errors:
-        process = subprocess.Popen(["git", "archive", "--format=tar", sha], cwd=scratch, env=env,
-                                   stdout=subprocess.PIPE, stderr=errors)
+        process = subprocess.Popen(["git", "archive", "--format=tar", f"--prefix={sha[:12]}/", sha],
+                                   cwd=scratch, env=env, stdout=subprocess.PIPE, stderr=errors)
         assert process.stdout is not None
+        refusal: ArchiveRefused | None = None
         try:
-            with tarfile.open(fileobj=process.stdout, mode="r|") as archive:
-                archive.extractall(dest, filter=_safe_member)
-        except tarfile.TarError as exc:
-            process.kill()
-            raise GitError(f"git archive {sha}: unreadable archive: {exc}") from None
+            extract_tree(process.stdout, dest, outward_links="omit")
+        except BaseException as exc:
+            process.kill()  # it may be blocked writing what nobody reads any more
+            if not isinstance(exc, ArchiveRefused):
+                raise
+            refusal = exc
         finally:
             process.stdout.close()
             status = process.wait()
-        if status != 0:
-            errors.seek(0)
+        if status not in (0, -signal.SIGKILL) or (status != 0 and refusal is None):
+            errors.seek(0)  # git failed first: its own reason, not what its cut-short output looked like
             reason = errors.read().decode("utf-8", "replace").strip()
             raise GitError(f"git archive {sha} failed: {reason or f'status {status}'}")
-
-
-def _safe_member(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
-    """The "data" filter, except that a link out of the tree or a device is left out, not fatal."""
-    try:
-        return tarfile.data_filter(member, dest)
-    except tarfile.FilterError as exc:
-        log.info("left out of the exported tree: %s", exc)
-        return None
+        if refusal is not None:
+            raise GitError(f"git archive {sha}: refused: {refusal}")
 
 
 def github_slug(repo: Path) -> tuple[str, str] | None:

@@ -23,7 +23,7 @@ from huey.api import TaskWrapper
 from huey.consumer import Consumer
 from redis import ConnectionPool
 
-from app import pipeline, recovery, resync
+from app import cachedir, pipeline, recovery, resync
 from app.config import ConfigError, Settings
 from app.services import Services
 
@@ -37,6 +37,7 @@ REDIS_CONNECT_TIMEOUT = 2.0  # an unreachable queue is a 503 within this, not a 
 REDIS_SOCKET_TIMEOUT = 10.0  # above the consumer's blocking-read timeout (1 s)
 POLL_MAX_DELAY = 0.5  # SQLite queue: the longest a waiting job waits for an idle worker to look again
 YIELD_STEP, YIELD_LONGEST = 0.02, 2.0  # an embedded consumer's wait for a quiet intake, per job
+CACHE_PRUNE_SECONDS = 3600  # between prunes of the cache; it grows by a few trees an hour
 
 
 def _queue_name(url: str) -> tuple[str, str]:
@@ -71,6 +72,7 @@ class Queue:
     close_check: TaskWrapper
     sweep: TaskWrapper
     resync: TaskWrapper
+    prune_cache: TaskWrapper
 
     def enqueue_delivery(self, guid: str) -> None:
         """Queue the delivery's job; raises when the queue cannot take it (the intake answers 503)."""
@@ -140,12 +142,17 @@ def make_queue(services: Services, huey: Huey | None = None) -> Queue:
         outcome = resync.resync(services)
         count(task="resync", outcome="done" if not outcome.failed else "partial")
 
+    def prune() -> None:
+        prune_cache(services.settings)
+        count(task="prune_cache", outcome="done")
+
     # Registered by name (the message names `app.jobs.<name>`), the same in every process.
     queue = Queue(huey, deliver=huey.task(name="delivery")(deliver), triage=huey.task(name="triage")(triage),
                   close_check=huey.task(name="close_check")(close_check),
                   sweep=huey.periodic_task(crontab(minute="*"), name="sweep")(sweep),
                   resync=huey.periodic_task(every(services.settings.resync_seconds),
-                                            name="resync")(resync_windows))
+                                            name="resync")(resync_windows),
+                  prune_cache=huey.periodic_task(every(CACHE_PRUNE_SECONDS), name="prune_cache")(prune))
     return queue
 
 
@@ -159,6 +166,16 @@ def every(seconds: int) -> Callable[[datetime], bool]:
 def _close_args(unclosed: pipeline.CheckNotClosed, attempt: int) -> tuple[Any, ...]:
     return (unclosed.installation_id, unclosed.owner, unclosed.repo, unclosed.check_run_id, unclosed.reason,
             attempt)
+
+
+def prune_cache(settings: Settings) -> cachedir.PruneReport:
+    """The cache of the process that runs this, down to PRTRIAGE_CACHE_MAX_SIZE (least recently used first,
+    never what a job used in the last hour). A periodic task rather than a step of each triage: no job waits
+    for a walk of the cache, and captures and CLI runs sharing the directory are counted too."""
+    report = cachedir.prune(settings.cache_dir, settings.cache_max_size)
+    if report.removed or report.leftovers or report.after_bytes > report.max_bytes:
+        log.info("cache pruned: %s", report.summary().replace("\n", "; "))
+    return report
 
 
 def requeue_lost(services: Services, deliver: Callable[[str], object],

@@ -143,3 +143,30 @@ def test_github_slug_reads_origin(repo: Path) -> None:
     assert github_slug(repo) == ("radixark", "miles")
     git(repo, "remote", "set-url", "origin", "https://github.com/radixark/miles")
     assert github_slug(repo) == ("radixark", "miles")
+
+
+def write_object(repo: Path, kind: str, data: bytes) -> str:
+    return subprocess.run(["git", "hash-object", "-w", "-t", kind, "--literally", "--stdin"], cwd=repo,
+                          input=data, check=True, capture_output=True).stdout.strip().decode()
+
+
+def crafted_commit(repo: Path, entries: list[tuple[bytes, bytes, str]]) -> str:
+    """A commit whose tree git would never write itself (a fetched one can hold it all the same)."""
+    tree = write_object(repo, "tree", b"".join(mode + b" " + name + b"\0" + bytes.fromhex(sha)
+                                               for mode, name, sha in entries))
+    return git(repo, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit-tree", tree, "-m", "x")
+
+
+@pytest.mark.parametrize("case", ["a name twice", "a link and a directory of one name"])
+def test_an_ambiguous_tree_is_refused_whole(repo: Path, tmp_path: Path, case: str) -> None:
+    one, two, target = (write_object(repo, "blob", data) for data in (b"1\n", b"2\n", str(tmp_path).encode()))
+    inner = write_object(repo, "tree", b"100644 planted\0" + bytes.fromhex(one))
+    entries = ([(b"100644", b"a", one), (b"100644", b"a", two)] if case == "a name twice"
+               else [(b"120000", b"d", target), (b"40000", b"d", inner)])
+    sha = crafted_commit(repo, entries)
+
+    with pytest.raises(GitError, match=rf"git archive {sha}: refused: .*(appears twice|beneath)"):
+        export_tree(repo, sha, tmp_path / "trees" / sha)
+
+    assert os.listdir(tmp_path / "trees") == []  # nothing kept, no temporary left
+    assert not (tmp_path / "planted").exists()
