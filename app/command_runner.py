@@ -15,10 +15,10 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from app.commands import HELP, PREFIX, Command, Invalid, parse_commands
-from app.github import GitHubError, cancel_check_run, complete_check_run, create_check_run
+from app.github import CheckAction, GitHubError, cancel_check_run, complete_check_run, create_check_run
 from app.github.client import GitHubClient
 from app.github.models import PullInfo
-from app.report import superseded_reason
+from app.report import RERUN_BUTTON, superseded_reason
 from app.services import Services
 from app.store.models import Finding, Installation, PullRequest
 from app.store.queries import (
@@ -171,7 +171,10 @@ def _post_acknowledged_check(services: Services, client: GitHubClient, comment: 
                          *[f"- {finding.message}" for finding in findings]])
     check_run_id = create_check_run(client, owner, name, name=services.settings.check_name, head_sha=head_sha,
                                     external_id=f"prtriage-ack-{comment.comment_id}", title=title)
-    complete_check_run(client, owner, name, check_run_id, conclusion="success", title=title, summary=summary)
+    rerun = CheckAction(label=RERUN_BUTTON.label, description=RERUN_BUTTON.description,
+                        identifier=RERUN_BUTTON.identifier)
+    complete_check_run(client, owner, name, check_run_id, conclusion="success", title=title, summary=summary,
+                       actions=[rerun])
 
 
 def _close_windows(services: Services, comment: PullComment, command: Command) -> Answer:

@@ -4,22 +4,22 @@
     client = GitHubClient(app, installation_id)        # questions about PRs, issues, files (client.py)
     download_tree(client, owner, repo, sha, cache)     # a commit's source tree, checked (sources.py)
     upsert_sticky_comment(client, ..., app_login=...)  # the one PR comment (comments.py)
-    create_check_run / complete_check_run / cancel_check_run   (checks.py)
+    create_check_run / complete_check_run / cancel_check_run   (checks.py; buttons: CheckAction)
 """
 
 from app.github.auth import GitHubApp
-from app.github.checks import Annotation, cancel_check_run, complete_check_run, create_check_run
+from app.github.checks import Annotation, CheckAction, cancel_check_run, complete_check_run, create_check_run
 from app.github.client import GitHubClient
 from app.github.comments import STICKY_MARKER, upsert_sticky_comment
-from app.github.errors import GitHubError, NotFound, RateLimited, TarballRefused
+from app.github.errors import GitHubError, NotFound, RateLimited, TarballRefused, Unconfirmed
 from app.github.metrics import METRICS, GitHubMetrics
-from app.github.models import CommentInfo, CommitInfo, IssueInfo, PullInfo, RateLimit
+from app.github.models import CheckRunInfo, CommentInfo, CommitInfo, IssueInfo, PullInfo, RateLimit
 from app.github.retry import RetryPolicy
 from app.github.sources import TreeLimits, download_tree
 
 __all__ = [
-    "METRICS", "STICKY_MARKER", "Annotation", "CommentInfo", "CommitInfo", "GitHubApp", "GitHubClient",
-    "GitHubError", "GitHubMetrics", "IssueInfo", "NotFound", "PullInfo", "RateLimit", "RateLimited",
-    "RetryPolicy", "TarballRefused", "TreeLimits", "cancel_check_run", "complete_check_run",
-    "create_check_run", "download_tree", "upsert_sticky_comment",
+    "METRICS", "STICKY_MARKER", "Annotation", "CheckAction", "CheckRunInfo", "CommentInfo", "CommitInfo",
+    "GitHubApp", "GitHubClient", "GitHubError", "GitHubMetrics", "IssueInfo", "NotFound", "PullInfo",
+    "RateLimit", "RateLimited", "RetryPolicy", "TarballRefused", "TreeLimits", "Unconfirmed",
+    "cancel_check_run", "complete_check_run", "create_check_run", "download_tree", "upsert_sticky_comment",
 ]

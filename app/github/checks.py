@@ -1,5 +1,6 @@
-"""The check run a repository can require: created in progress, completed with at most 50 annotations per
-call (GitHub appends annotations across updates), cancelled when a newer head supersedes it."""
+"""The check run a repository can require: created in progress (one per external id, never left open by a
+POST whose answer was lost), completed with at most 50 annotations per call (GitHub appends annotations
+across updates) and its action buttons, cancelled when a newer head supersedes it."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ ANNOTATIONS_PER_CALL = 50
 OUTPUT_LIMIT = 65_535  # characters of output.summary and output.text
 ANNOTATION_TITLE_LIMIT = 255
 ANNOTATION_MESSAGE_LIMIT = 64 * 1024
+ACTIONS_LIMIT = 3  # buttons on one check run
 
 Level = Literal["failure", "warning", "notice"]
 Conclusion = Literal["success", "failure", "neutral", "cancelled", "skipped", "timed_out", "action_required"]
@@ -50,6 +52,23 @@ class Annotation:
         return fields
 
 
+@dataclass(frozen=True)
+class CheckAction:
+    """A button GitHub shows on the completed check run; a click comes back as a `check_run`
+    `requested_action` delivery carrying IDENTIFIER."""
+
+    label: str  # at most 20 characters
+    description: str  # at most 40
+    identifier: str  # at most 20
+
+    def payload(self) -> dict[str, str]:
+        fields = {"label": self.label, "description": self.description, "identifier": self.identifier}
+        for key, limit in (("label", 20), ("description", 40), ("identifier", 20)):
+            if not 0 < len(fields[key]) <= limit:
+                raise ValueError(f"a check run action's {key} has 1 to {limit} characters: {fields[key]!r}")
+        return fields
+
+
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -66,26 +85,62 @@ def create_check_run(client: GitHubClient, owner: str, repo: str, *, name: str, 
                      status: Literal["queued", "in_progress"] = "in_progress", external_id: str,
                      title: str = "Triage in progress", summary: str = "", details_url: str | None = None,
                      ) -> int:
-    """A new check run on HEAD_SHA; its id."""
+    """The check run of EXTERNAL_ID on HEAD_SHA; its id.
+
+    One open run per external id: a run of ours of that name and external id that is not completed (left
+    by a job that died before recording it, or made by a POST whose answer was lost) is the one reported
+    to, rather than a second that would leave it in progress for good, holding a required check. For the
+    same reason the POST is never repeated blindly: after a 5xx or a lost connection the runs are listed
+    again first (RetryPolicy.create).
+    """
     body: dict[str, Any] = {"name": name, "head_sha": head_sha, "status": status, "external_id": external_id}
     if status == "in_progress":
         body["started_at"] = _now()
     if details_url:
         body["details_url"] = details_url
     body["output"] = {"title": title, "summary": fit_output(summary)}
-    created = client.post_check_run(owner, repo, body)
-    return int(created["id"])
+
+    def look() -> int | None:
+        return _open_run(client, owner, repo, name=name, head_sha=head_sha, external_id=external_id)
+
+    def send() -> int:
+        return int(client.post_check_run(owner, repo, body)["id"])
+
+    found = look()
+    return found if found is not None else client.policy.create("checks/create", send, look)
+
+
+def _open_run(client: GitHubClient, owner: str, repo: str, *, name: str, head_sha: str, external_id: str,
+              ) -> int | None:
+    """Our open check run of EXTERNAL_ID, the newest (GitHub judges a required check by the latest run of
+    its name); older open ones are duplicates, completed as such."""
+    runs = sorted(run.id for run in client.list_check_runs(owner, repo, head_sha, check_name=name)
+                  if run.external_id == external_id and run.status != "completed")
+    if not runs:
+        return None
+    kept = runs.pop()
+    for duplicate in runs:
+        log.warning("check run %d: a duplicate of check run %d, cancelled", duplicate, kept)
+        try:
+            cancel_check_run(client, owner, repo, duplicate, reason=f"A duplicate of check run {kept}.")
+        except GitHubError as exc:
+            log.warning("check run %d: could not cancel: %s", duplicate, exc)
+    return kept
 
 
 def complete_check_run(client: GitHubClient, owner: str, repo: str, check_run_id: int, *,
                        conclusion: Conclusion, title: str, summary: str, text: str | None = None,
-                       annotations: Sequence[Annotation] = ()) -> int:
-    """Complete the run with CONCLUSION and every annotation; the number of annotations posted.
+                       annotations: Sequence[Annotation] = (), actions: Sequence[CheckAction] = ()) -> int:
+    """Complete the run with CONCLUSION, every annotation and ACTIONS (buttons, at most 3); the number of
+    annotations posted.
 
     Batches of 50 go through successive updates that keep the run in progress; the last one completes it.
     When an intermediate update fails for good, the rest of the annotations are dropped and the run is
     still completed, its summary saying so: a required check must never be left in progress.
     """
+    if len(actions) > ACTIONS_LIMIT:
+        raise ValueError(f"a check run has at most {ACTIONS_LIMIT} actions, not {len(actions)}")
+    buttons = [action.payload() for action in actions]
     payloads = [annotation.payload() for annotation in annotations]
     batches = [payloads[i:i + ANNOTATIONS_PER_CALL] for i in range(0, len(payloads), ANNOTATIONS_PER_CALL)]
     last_batch = batches.pop() if batches else []
@@ -106,8 +161,11 @@ def complete_check_run(client: GitHubClient, owner: str, repo: str, check_run_id
         final["text"] = fit_output(text)
     if last_batch:
         final["annotations"] = last_batch
-    client.patch_check_run(owner, repo, check_run_id, {"status": "completed", "conclusion": conclusion,
-                                                        "completed_at": _now(), "output": final})
+    completion: dict[str, Any] = {"status": "completed", "conclusion": conclusion, "completed_at": _now(),
+                                  "output": final}
+    if buttons:  # GitHub shows them once the run is completed
+        completion["actions"] = buttons
+    client.patch_check_run(owner, repo, check_run_id, completion)
     return posted + len(last_batch)
 
 

@@ -12,7 +12,7 @@ from urllib.parse import quote
 
 from app.github.auth import GitHubApp
 from app.github.errors import GitHubError, NotFound
-from app.github.models import CommentInfo, CommitInfo, IssueInfo, PullInfo, RateLimit
+from app.github.models import CheckRunInfo, CommentInfo, CommitInfo, IssueInfo, PullInfo, RateLimit
 from app.github.rest import ACCEPT, API_VERSION, USER_AGENT, InstallationAuth, Rest, repo_path
 
 log = logging.getLogger(__name__)
@@ -34,8 +34,9 @@ def decode_content(content: str) -> bytes:
 class GitHubClient:
     """The REST calls of one installation; every method is one question, answered in plain data.
 
-    Errors: GitHubError (NotFound for 404/410) once the App's retry policy gives up. A token GitHub
-    refuses (401) is dropped from the cache and the call made once more with a fresh one.
+    Errors: GitHubError (NotFound for 404/410) once the App's retry policy gives up; Unconfirmed for a
+    write sent once only (see `send_once`). A token GitHub refuses (401) is dropped from the cache and the
+    call made once more with a fresh one.
     """
 
     def __init__(self, app: GitHubApp, installation_id: int) -> None:
@@ -51,19 +52,20 @@ class GitHubClient:
         return self.app.installation_token(self.installation_id)
 
     def _call(self, operation: str, verb: str, url: str, *, params: Mapping[str, Any] | None = None,
-              body: Mapping[str, Any] | None = None) -> Any:
+              body: Mapping[str, Any] | None = None, replay: bool = True) -> Any:
         self._token()  # mint outside the attempt, so a failed mint is not counted as this operation's call
         try:
-            return self._rest.request(operation, verb, url, params=params, body=body)[1]
+            return self._rest.request(operation, verb, url, params=params, body=body, replay=replay)[1]
         except GitHubError as exc:
-            if exc.status != 401:
+            if exc.status != 401:  # a refused token: nothing was applied, so even a write may go again
                 raise
             self.app.tokens.forget(self.installation_id)
-            return self._rest.request(operation, verb, url, params=params, body=body)[1]
+            return self._rest.request(operation, verb, url, params=params, body=body, replay=replay)[1]
 
-    def _list(self, operation: str, url: str) -> list[Any]:
+    def _list(self, operation: str, url: str, *, params: Mapping[str, Any] | None = None,
+              items: str | None = None) -> list[Any]:
         self._token()
-        return list(self._rest.paginate(operation, url))
+        return list(self._rest.paginate(operation, url, params=params, items=items))
 
     # Pull requests
 
@@ -156,9 +158,14 @@ class GitHubClient:
         comments = self._list("issues/list-comments", url)
         return [CommentInfo.from_api(comment) for comment in comments]
 
-    def create_issue_comment(self, owner: str, repo: str, number: int, body: str) -> CommentInfo:
+    def create_issue_comment(self, owner: str, repo: str, number: int, body: str, *, send_once: bool = False,
+                             ) -> CommentInfo:
+        """A new comment. SEND_ONCE: a failure GitHub may have applied (5xx, lost connection) raises
+        Unconfirmed instead of the comment being sent again, for a caller that can look whether it was
+        made (the sticky comment); without it a rare failure of that kind can leave two copies."""
         created = self._call("issues/create-comment", "POST",
-                             f"{repo_path(owner, repo)}/issues/{int(number)}/comments", body={"body": body})
+                             f"{repo_path(owner, repo)}/issues/{int(number)}/comments", body={"body": body},
+                             replay=not send_once)
         return CommentInfo.from_api(created)
 
     def update_issue_comment(self, owner: str, repo: str, comment_id: int, body: str) -> CommentInfo:
@@ -184,9 +191,18 @@ class GitHubClient:
     # Check runs: the request bodies are composed by checks.py
 
     def post_check_run(self, owner: str, repo: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        """Sent once: a failure GitHub may have applied raises Unconfirmed (checks.py looks, then decides)."""
         created: dict[str, Any] = self._call("checks/create", "POST", f"{repo_path(owner, repo)}/check-runs",
-                                             body=body)
+                                             body=body, replay=False)
         return created
+
+    def list_check_runs(self, owner: str, repo: str, ref: str, *, check_name: str) -> list[CheckRunInfo]:
+        """This App's check runs named CHECK_NAME on REF: all of them, not only the latest of the name."""
+        url = f"{repo_path(owner, repo)}/commits/{quote(ref, safe='')}/check-runs"
+        params = {"check_name": check_name, "filter": "all", "app_id": self.app.credentials.app_id}
+        runs = [CheckRunInfo.from_api(run)
+                for run in self._list("checks/list-for-ref", url, params=params, items="check_runs")]
+        return [run for run in runs if run.app_id == self.app.credentials.app_id]
 
     def patch_check_run(self, owner: str, repo: str, check_run_id: int, body: Mapping[str, Any],
                         ) -> dict[str, Any]:

@@ -1,5 +1,6 @@
 """The one sticky comment per pull request: found by a hidden marker AND the App's own login, edited in
-place, never re-sent unchanged, kept under GitHub's size limit."""
+place, never re-sent unchanged, kept under GitHub's size limit, and never posted twice: a creation that
+failed in a way GitHub may have applied is followed by a look for it, not by a second POST."""
 
 from __future__ import annotations
 
@@ -59,12 +60,25 @@ def find_sticky_comment(comments: Iterable[CommentInfo], *, marker: str, app_log
 
 def upsert_sticky_comment(client: GitHubClient, owner: str, repo: str, number: int, body: str, *,
                           marker: str = STICKY_MARKER, app_login: str) -> tuple[Upserted, int]:
-    """Create the sticky comment, or edit it in place; nothing is sent when its text would not change."""
+    """Create the sticky comment, or edit it in place; nothing is sent when its text would not change.
+
+    GitHub sometimes answers 502 (or drops the connection) after it created the comment: the POST is
+    then not repeated blindly, the comments are read again and ours, if it is there, is the one created.
+    """
     text = sticky_body(body, marker=marker)
-    existing = find_sticky_comment(client.list_issue_comments(owner, repo, number), marker=marker,
+
+    def look() -> CommentInfo | None:
+        return find_sticky_comment(client.list_issue_comments(owner, repo, number), marker=marker,
                                    app_login=app_login)
+
+    existing = look()
     if existing is None:
-        created = client.create_issue_comment(owner, repo, number, text)
+        def send() -> CommentInfo:
+            return client.create_issue_comment(owner, repo, number, text, send_once=True)
+
+        created = client.policy.create("issues/create-comment", send, look)
+        if created.body != text:  # found after a lost answer, yet not what this call sent
+            client.update_issue_comment(owner, repo, created.id, text)
         return "created", created.id
     if existing.body == text:
         return "unchanged", existing.id

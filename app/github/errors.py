@@ -21,6 +21,12 @@ class NotFound(GitHubError):
     """404 or 410: the object does not exist, or the installation may not see it."""
 
 
+class Unconfirmed(GitHubError):
+    """A write that must not be sent twice failed in a way GitHub may still have applied: a 5xx (GitHub
+    sometimes answers 502 after committing) or a connection lost once the request was on its way. The
+    caller looks for what the write would have made before writing again."""
+
+
 class RateLimited(GitHubError):
     """A rate limit whose reset is further away than the policy agrees to wait."""
 

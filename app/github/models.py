@@ -109,6 +109,25 @@ class CommentInfo:
 
 
 @dataclass(frozen=True)
+class CheckRunInfo:
+    id: int
+    name: str
+    head_sha: str
+    status: str  # "queued" | "in_progress" | "completed" (and Actions' own states)
+    conclusion: str | None
+    external_id: str
+    app_id: int | None  # the App that created it
+
+    @classmethod
+    def from_api(cls, run: dict[str, Any]) -> CheckRunInfo:
+        app = run.get("app")
+        return cls(id=int(run["id"]), name=str(run["name"]), head_sha=str(run["head_sha"]),
+                   status=str(run["status"]), conclusion=run.get("conclusion"),
+                   external_id=str(run.get("external_id") or ""),
+                   app_id=int(app["id"]) if isinstance(app, dict) and app.get("id") is not None else None)
+
+
+@dataclass(frozen=True)
 class RateLimit:
     """The `core` budget of the credential that asked."""
 

@@ -82,9 +82,10 @@ class Rest:
         return f"Rest({self.api_url!r})"
 
     def request(self, operation: str, verb: str, url: str, *, params: Mapping[str, Any] | None = None,
-                body: Mapping[str, Any] | None = None) -> tuple[dict[str, Any], Any]:
+                body: Mapping[str, Any] | None = None, replay: bool = True) -> tuple[dict[str, Any], Any]:
         """(response headers, decoded JSON) of one call; URL is a path under the base or an absolute URL
-        GitHub gave (a Link). Raises GitHubError (NotFound for 404/410) once the policy gives up."""
+        GitHub gave (a Link). Raises GitHubError (NotFound for 404/410) once the policy gives up; without
+        REPLAY, Unconfirmed at the first failure GitHub may have applied (see RetryPolicy.run)."""
         requester = self._github.requester
 
         def attempt() -> tuple[dict[str, Any], Any]:
@@ -98,16 +99,17 @@ class Rest:
             except ValueError:  # a body cut short: as good as no answer
                 raise AttemptFailed(None, {}, "malformed JSON answer") from None
 
-        return self.policy.run(operation, attempt)
+        return self.policy.run(operation, attempt, replay=replay)
 
     def paginate(self, operation: str, url: str, *, params: Mapping[str, Any] | None = None,
-                 ) -> Iterator[Any]:
-        """Every item of a listing, following the `next` Link GitHub gives (not computed page numbers)."""
+                 items: str | None = None) -> Iterator[Any]:
+        """Every item of a listing, following the `next` Link GitHub gives (not computed page numbers).
+        ITEMS names the list in a page that is an object (`check_runs` of `{"total_count", "check_runs"}`)."""
         next_url: str | None = url
         page_params: Mapping[str, Any] | None = {"per_page": PER_PAGE, **(params or {})}
         while next_url is not None:
             headers, page = self.request(operation, "GET", next_url, params=page_params)
-            yield from page
+            yield from page[items] if items is not None else page
             match = _NEXT_LINK.search(headers.get("link", ""))
             next_url = match.group(1) if match else None
             page_params = None  # the next link carries the whole query

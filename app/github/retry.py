@@ -1,5 +1,6 @@
 """When a GitHub request is tried again, and how long to wait first: server errors, dropped connections,
-primary and secondary rate limits (GitHub's documented rules, in their order of precedence)."""
+primary and secondary rate limits (GitHub's documented rules, in their order of precedence); and how a
+write that must not be sent twice is retried: by looking for its effect first."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from typing import Literal, TypeVar
 
-from app.github.errors import RateLimited, error_for
+from app.github.errors import RateLimited, Unconfirmed, error_for
 from app.github.metrics import METRICS, GitHubMetrics
 
 log = logging.getLogger(__name__)
@@ -107,8 +108,12 @@ class RetryPolicy:
     clock: Callable[[], float] = time.time
     metrics: GitHubMetrics = field(default_factory=lambda: METRICS)
 
-    def run(self, operation: str, attempt: Callable[[], T]) -> T:
-        """ATTEMPT's result; ATTEMPT raises AttemptFailed for a failure the policy should judge."""
+    def run(self, operation: str, attempt: Callable[[], T], *, replay: bool = True) -> T:
+        """ATTEMPT's result; ATTEMPT raises AttemptFailed for a failure the policy should judge.
+
+        Without REPLAY, a failure GitHub may have applied (5xx, no answer) raises Unconfirmed instead of
+        being sent again; rate limits are still waited out (a rate-limited request was not applied).
+        """
         transient = rate_limited = 0
         while True:
             self.metrics.record_call(operation)
@@ -116,6 +121,8 @@ class RetryPolicy:
                 return attempt()
             except AttemptFailed as caught:
                 failure = caught  # `caught` is unbound after the except clause
+            if not replay and _unsettled(failure):
+                raise Unconfirmed(operation, failure.status, failure.message)
             wait = self._wait_for(operation, failure, transient, rate_limited)
             if wait.kind in ("primary", "secondary"):
                 rate_limited += 1
@@ -136,11 +143,45 @@ class RetryPolicy:
                 raise RateLimited(operation, failure.status, failure.message, wait_seconds=limit.seconds)
             if rate_limited < self.rate_limit_retries:
                 return limit
-        elif (failure.status is None or failure.status >= 500) and transient + 1 < self.attempts:
-            kind: WaitKind = "connection_error" if failure.status is None else "server_error"
-            return Wait(kind, self._backoff(transient))
+        elif _unsettled(failure) and transient + 1 < self.attempts:
+            return Wait(_transient_kind(failure.status), self.backoff(transient))
         raise error_for(operation, failure.status, failure.message)
 
-    def _backoff(self, retries_so_far: int) -> float:
+    def backoff(self, retries_so_far: int) -> float:
         delay = min(self.backoff_max, self.backoff_base * 2**retries_so_far)
         return float(delay * (1 + self.jitter * random.random()))
+
+    def create(self, operation: str, send: Callable[[], T], look: Callable[[], T | None]) -> T:
+        """What SEND created, SEND being a write that must not be applied twice (it raises Unconfirmed
+        rather than being replayed). After an Unconfirmed failure, the usual backoff, then LOOK for what
+        it would have made: found, that is the result; not found, SEND again. Bounded by `attempts`, like
+        any retry; the last Unconfirmed is raised (the caller's next look will find what it may have made).
+        """
+        tries = 0
+        while True:
+            try:
+                return send()
+            except Unconfirmed as caught:
+                failure = caught
+            tries += 1
+            if tries >= self.attempts:
+                raise failure
+            wait = Wait(_transient_kind(failure.status), self.backoff(tries - 1))
+            self.metrics.record_retry(wait.kind)
+            log.warning("GitHub %s: %s (HTTP %s) may have been applied; looking for it in %.1f s", operation,
+                        wait.kind, failure.status if failure.status is not None else "-", wait.seconds)
+            self.sleep(wait.seconds)
+            found = look()
+            if found is not None:
+                log.info("GitHub %s: it had been applied; not sent again", operation)
+                return found
+
+
+def _unsettled(failure: AttemptFailed) -> bool:
+    """A 5xx or no answer: worth another try, and GitHub may or may not have done what was asked (after a
+    4xx or a rate limit it did not)."""
+    return failure.status is None or failure.status >= 500
+
+
+def _transient_kind(status: int | None) -> WaitKind:
+    return "connection_error" if status is None else "server_error"

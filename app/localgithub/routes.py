@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from app.localgithub import shapes
 from app.localgithub.state import FakeCheckRun, FakeComment, FakeReaction, FakeRepo, IssuedToken
@@ -67,7 +68,9 @@ def paginate(fake: FakeGitHub, call: Call, items: list[Any], *, cap: int) -> Rep
     last = max((len(items) + per_page - 1) // per_page, 1)
     assert call.repo is not None
     below = call.route.removeprefix(f"/repos/{call.params['owner']}/{call.params['repo']}")
-    base = f"{fake.url}/repositories/{call.repo.id}{below}?per_page={per_page}&page="
+    kept = "".join(f"{name}={quote(value, safe='')}&" for name, value in call.query.items()
+                   if name not in ("per_page", "page"))  # a link carries the listing's whole query
+    base = f"{fake.url}/repositories/{call.repo.id}{below}?{kept}per_page={per_page}&page="
     links = []
     if page > 1:
         links += [f'<{base}{page - 1}>; rel="prev"']
@@ -259,7 +262,7 @@ def _app_of_check_run(fake: FakeGitHub) -> dict[str, Any]:
 
 
 def _apply_check_run(run: FakeCheckRun, body: dict[str, Any]) -> None:
-    for key in ("name", "details_url", "external_id", "started_at", "status", "completed_at"):
+    for key in ("name", "details_url", "external_id", "started_at", "status", "completed_at", "actions"):
         if key in body:
             setattr(run, key, body[key])
     if "conclusion" in body:  # sending a conclusion completes the run, says the description
@@ -289,6 +292,29 @@ def update_check_run(fake: FakeGitHub, call: Call) -> Reply:
     _apply_check_run(run, call.body)
     return Reply(200, shapes.check_run(fake.url, call.repo, run, "checks.update.200.default",
                                        _app_of_check_run(fake)))
+
+
+def list_check_runs_for_ref(fake: FakeGitHub, call: Call) -> Reply:
+    """The check runs on a commit (not in the shared description: GitHub's documented shape,
+    `{"total_count", "check_runs"}`), filtered by `check_name`, `status` and `app_id`; `filter=latest`
+    (the default) keeps the most recent run of each name, `all` every one."""
+    assert call.repo is not None
+    ref, query = call.params["ref"], call.query
+    runs = sorted((run for run in fake.check_runs_by_id.values() if run.repo == call.repo.full_name
+                   and run.head_sha == ref and query.get("check_name", run.name) == run.name
+                   and query.get("status", run.status) == run.status
+                   and query.get("app_id", str(fake.app_id)) == str(fake.app_id)),
+                  key=lambda run: run.id, reverse=True)
+    if query.get("filter", "latest") == "latest":
+        newest: dict[str, FakeCheckRun] = {}
+        for run in runs:  # newest first
+            newest.setdefault(run.name, run)
+        runs = list(newest.values())
+    listed = [shapes.check_run(fake.url, call.repo, run, "checks.update.200.default", _app_of_check_run(fake))
+              for run in runs]
+    reply = paginate(fake, call, listed, cap=10**6)
+    reply.body = {"total_count": len(listed), "check_runs": reply.body}
+    return reply
 
 
 # Contents and archives
@@ -358,6 +384,7 @@ ROUTES = [Route(method, _pattern(template), template, auth, handler) for method,
     ("GET", "/repos/{owner}/{repo}/collaborators/{username}/permission", "installation", get_permission),
     ("POST", "/repos/{owner}/{repo}/check-runs", "installation", create_check_run),
     ("PATCH", "/repos/{owner}/{repo}/check-runs/{check_run_id}", "installation", update_check_run),
+    ("GET", "/repos/{owner}/{repo}/commits/{ref}/check-runs", "installation", list_check_runs_for_ref),
     ("GET", "/repos/{owner}/{repo}/contents/{path}", "installation", get_contents),
     ("GET", "/repos/{owner}/{repo}/compare/{basehead}", "installation", compare),
     ("GET", "/repos/{owner}/{repo}/tarball/{ref}", "installation", get_tarball),

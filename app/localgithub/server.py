@@ -270,13 +270,24 @@ class FakeGitHub:
             self.faults.append(Fault(kind, times, server, re.compile(path) if path else None, **details))
 
     def fail_next(self, times: int = 1, *, status: int = 502, message: str | None = None,
-                  path: str | None = None, server: str = "api") -> None:
-        """The next TIMES requests to SERVER (whose route matches PATH) answer STATUS with MESSAGE."""
-        self._add_fault("status", times, path, server, status=status, message=message)
+                  path: str | None = None, method: str | None = None, server: str = "api") -> None:
+        """The next TIMES requests to SERVER (with METHOD, whose route matches PATH) answer STATUS with
+        MESSAGE; nothing they ask is done."""
+        self._add_fault("status", times, path, server, status=status, message=message, method=method)
 
-    def drop_next(self, times: int = 1, *, path: str | None = None, server: str = "api") -> None:
-        """The next TIMES requests get their connection closed without an answer."""
-        self._add_fault("drop", times, path, server)
+    def drop_next(self, times: int = 1, *, path: str | None = None, method: str | None = None,
+                  server: str = "api") -> None:
+        """The next TIMES requests get their connection closed without an answer; nothing is done."""
+        self._add_fault("drop", times, path, server, method=method)
+
+    def fail_after_applying(self, times: int = 1, *, status: int = 502, drop: bool = False,
+                            message: str | None = None, path: str | None = None, method: str | None = None,
+                            ) -> None:
+        """The next TIMES API requests (with METHOD, whose route matches PATH) are carried out, and then
+        answered STATUS, or with the connection closed when DROP: GitHub does answer 502 after committing
+        a write at times."""
+        self._add_fault("drop" if drop else "status", times, path, "api", status=status, message=message,
+                        method=method, after_applying=True)
 
     def rate_limit_next(self, kind: FaultKind = "primary", *, times: int = 1, status: int = 403,
                         retry_after: str | None = None, reset_in: int = 30, message: str | None = None,
@@ -286,9 +297,9 @@ class FakeGitHub:
         self._add_fault(kind, times, path, "api", status=status, retry_after=retry_after, reset_in=reset_in,
                         message=message)
 
-    def _take_fault(self, server: str, route: str) -> Fault | None:
+    def _take_fault(self, server: str, method: str, route: str) -> Fault | None:
         for fault in self.faults:
-            if fault.matches(server, route):
+            if fault.matches(server, method, route):
                 fault.remaining -= 1
                 return fault
         return None
@@ -326,8 +337,8 @@ class FakeGitHub:
         record = RecordedRequest(server, method, path, route, query, lowered, kind, claims, body)
         with self._lock:
             self.requests.append(record)
-            fault = self._take_fault(server, route)
-            if fault is not None:
+            fault = self._take_fault(server, method, route)
+            if fault is not None and not fault.after_applying:
                 reply = self._fault_reply(fault)
             elif server == "download":
                 reply = self._download_reply(route, query)
@@ -335,6 +346,8 @@ class FakeGitHub:
                 reply = Reply(404, shapes.error("Not Found", 404))
             else:
                 reply = self._api_reply(method, route, query, body, kind, credential, jwt_problem, record)
+                if fault is not None:  # done; only the answer is lost
+                    reply = self._fault_reply(fault)
             if reply is not None and server == "api":
                 self.remaining = max(self.remaining - 1, 0)
                 reply.headers = {

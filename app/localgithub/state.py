@@ -73,6 +73,7 @@ class FakeCheckRun:
     completed_at: str | None = None
     output: dict[str, Any] = field(default_factory=lambda: {"title": None, "summary": None, "text": None})
     annotations: list[dict[str, Any]] = field(default_factory=list)  # appended across updates, as GitHub does
+    actions: list[dict[str, Any]] = field(default_factory=list)  # buttons, replaced by a request naming some
 
 
 @dataclass
@@ -114,7 +115,8 @@ FaultKind = Literal["status", "drop", "primary", "secondary"]
 
 @dataclass
 class Fault:
-    """The next REMAINING requests to SERVER whose path matches PATH (all when None) fail this way."""
+    """The next REMAINING requests to SERVER with METHOD (any when None) whose path matches PATH (all when
+    None) fail this way; AFTER_APPLYING ones are carried out first, and only their answer is lost."""
 
     kind: FaultKind
     remaining: int
@@ -124,10 +126,12 @@ class Fault:
     retry_after: str | None = None
     reset_in: int = 30
     message: str | None = None
+    method: str | None = None
+    after_applying: bool = False
 
-    def matches(self, server: str, route: str) -> bool:
-        return self.remaining > 0 and self.server == server and (self.path is None or bool(
-            self.path.search(route)))
+    def matches(self, server: str, method: str, route: str) -> bool:
+        return self.remaining > 0 and self.server == server and self.method in (None, method) and (
+            self.path is None or bool(self.path.search(route)))
 
 
 @dataclass

@@ -7,11 +7,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from app.report import RERUN_ACTION  # the identifier of the button the completed check run carries
 from app.webhooks.router import Decision, Ignored, Job, Payload, Router, installation_id, repository, require
 
 router = Router()
-
-RERUN_ACTION = "rerun"  # the identifier of the check run's action button
 
 
 def _numbers(pull_requests: Any) -> list[int]:

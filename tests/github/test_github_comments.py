@@ -1,11 +1,19 @@
 """The sticky comment against the fake GitHub: created, edited in place, not re-sent when unchanged, never
-confused with someone else's copy of the marker, kept under GitHub's size limit."""
+confused with someone else's copy of the marker, kept under GitHub's size limit, and never posted twice
+when GitHub answers 502 or drops the connection after it created the comment."""
 
 from __future__ import annotations
 
 import pytest
 
-from app.github import STICKY_MARKER, GitHubClient, upsert_sticky_comment
+from app.github import (
+    STICKY_MARKER,
+    GitHubClient,
+    GitHubError,
+    RetryPolicy,
+    Unconfirmed,
+    upsert_sticky_comment,
+)
 from app.github.comments import COMMENT_LIMIT, fit_comment, sticky_body
 from app.localgithub import FakeGitHub
 
@@ -95,3 +103,85 @@ def test_fit_comment_closes_what_the_cut_left_open():
 
 def test_sticky_body_keeps_one_marker_at_the_end():
     assert sticky_body(f"{STICKY_MARKER}\nverdict\n") == f"verdict\n\n{STICKY_MARKER}"
+
+
+# GitHub sometimes answers 502 (or drops the connection) after it created the comment
+
+
+CREATE = r"/repos/octo/widgets/issues/5/comments"
+
+
+@pytest.mark.parametrize("drop", [False, True], ids=["502", "dropped"])
+def test_a_creation_github_applied_before_failing_leaves_one_comment(fake: FakeGitHub, client: GitHubClient,
+                                                                     sleeps, metrics, drop: bool):
+    client.list_issue_comments("octo", "widgets", 5)  # a pooled keep-alive connection for the drop
+    fake.clear_log()
+    fake.fail_after_applying(drop=drop, method="POST", path=CREATE)
+
+    outcome, comment_id = upsert(client, "**Breaks 2 CI suites**")
+
+    [comment] = fake.comments_on("octo/widgets", 5)
+    assert (outcome, comment_id) == ("created", comment.id)
+    assert comment.body == f"**Breaks 2 CI suites**\n\n{STICKY_MARKER}" and comment.author == BOT
+    # the POST was not repeated: the comments were read again and ours was there
+    assert [(request.method, request.status) for request in fake.calls(route=CREATE)] == [
+        ("GET", 200), ("POST", 0 if drop else 502), ("GET", 200)]
+    assert sleeps == [1.0]
+    assert metrics.retries == {"connection_error" if drop else "server_error": 1}
+    assert upsert(client, "**Breaks 2 CI suites**") == ("unchanged", comment.id)
+
+
+@pytest.mark.parametrize("drop", [False, True], ids=["502", "dropped"])
+def test_a_creation_github_did_not_apply_is_sent_again_after_a_look(fake: FakeGitHub, client: GitHubClient,
+                                                                    sleeps, drop: bool):
+    client.list_issue_comments("octo", "widgets", 5)
+    fake.clear_log()
+    if drop:
+        fake.drop_next(method="POST", path=CREATE)
+    else:
+        fake.fail_next(status=502, method="POST", path=CREATE)
+
+    outcome, comment_id = upsert(client, "verdict")
+
+    [comment] = fake.comments_on("octo/widgets", 5)
+    assert (outcome, comment_id) == ("created", comment.id)
+    assert comment.body == f"verdict\n\n{STICKY_MARKER}"
+    assert [(request.method, request.status) for request in fake.calls(route=CREATE)] == [
+        ("GET", 200), ("POST", 0 if drop else 502), ("GET", 200), ("POST", 201)]
+    assert sleeps == [1.0]
+
+
+def test_a_creation_that_keeps_failing_gives_up_after_the_policys_attempts(fake: FakeGitHub,
+                                                                          client: GitHubClient, sleeps):
+    fake.fail_next(100, status=503, method="POST", path=CREATE)
+
+    with pytest.raises(Unconfirmed) as raised:
+        upsert(client, "verdict")
+
+    assert raised.value.status == 503 and isinstance(raised.value, GitHubError)
+    assert fake.comments_on("octo/widgets", 5) == []
+    assert len(fake.calls("POST", CREATE)) == 5 and len(fake.calls("GET", CREATE)) == 5
+    assert sleeps == [1.0, 2.0, 4.0, 8.0]
+
+
+def test_a_comment_applied_when_even_the_look_failed_is_found_next_time(fake: FakeGitHub,
+                                                                        client: GitHubClient,
+                                                                        policy: RetryPolicy):
+    waits: list[float] = []
+
+    def sleep(seconds: float) -> None:  # the wait before the look: GitHub starts failing then
+        if not waits:
+            fake.fail_next(5, status=502, method="GET", path=CREATE)
+        waits.append(seconds)
+
+    policy.sleep = sleep
+    fake.fail_after_applying(method="POST", path=CREATE)  # created, answered 502
+
+    with pytest.raises(GitHubError, match="issues/list-comments: HTTP 502"):
+        upsert(client, "verdict")
+    [created] = fake.comments_on("octo/widgets", 5)
+
+    assert upsert(client, "new verdict") == ("updated", created.id)  # the next triage edits it
+    [comment] = fake.comments_on("octo/widgets", 5)
+    assert comment.body == f"new verdict\n\n{STICKY_MARKER}"
+    assert len(fake.calls("POST", CREATE)) == 1

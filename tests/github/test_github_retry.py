@@ -7,7 +7,15 @@ import time
 
 import pytest
 
-from app.github import GitHubApp, GitHubClient, GitHubError, GitHubMetrics, RateLimited, RetryPolicy
+from app.github import (
+    GitHubApp,
+    GitHubClient,
+    GitHubError,
+    GitHubMetrics,
+    RateLimited,
+    RetryPolicy,
+    Unconfirmed,
+)
 from app.github.retry import AttemptFailed, Wait, rate_limit_wait
 from app.localgithub import FakeGitHub
 
@@ -57,7 +65,7 @@ def test_server_errors_are_retried_a_bounded_number_of_times(fake: FakeGitHub, c
 
 def test_backoff_is_capped_and_jittered():
     policy = RetryPolicy(backoff_base=1.0, backoff_max=30.0, jitter=0.25)
-    waits = [policy._backoff(retries) for retries in range(8)]
+    waits = [policy.backoff(retries) for retries in range(8)]
     bases = [1, 2, 4, 8, 16, 30, 30, 30]
     assert all(base <= wait <= base * 1.25 for base, wait in zip(bases, waits, strict=True))
 
@@ -70,6 +78,37 @@ def test_a_write_is_retried_too(fake: FakeGitHub, client: GitHubClient, sleeps):
 
     assert [request.status for request in fake.calls("POST", r".*/comments")] == [500, 201]
     assert sleeps == [1.0]
+
+
+@pytest.mark.usefixtures("pull")
+@pytest.mark.parametrize("drop", [False, True], ids=["502", "dropped"])
+def test_a_write_sent_once_is_not_replayed_after_a_failure_github_may_have_applied(
+        fake: FakeGitHub, client: GitHubClient, sleeps, metrics, drop: bool):
+    client.get_pull("octo", "widgets", 5)  # a pooled keep-alive connection for the drop
+    if drop:
+        fake.drop_next(method="POST", path=r".*/comments")
+    else:
+        fake.fail_next(status=502, method="POST", path=r".*/comments")
+
+    with pytest.raises(Unconfirmed) as raised:
+        client.create_issue_comment("octo", "widgets", 5, "hello", send_once=True)
+
+    assert raised.value.status == (None if drop else 502)
+    assert len(fake.calls("POST", r".*/comments")) == 1 and sleeps == [] and metrics.retries == {}
+
+
+@pytest.mark.usefixtures("pull")
+def test_a_write_sent_once_still_waits_out_a_rate_limit_or_is_refused(fake: FakeGitHub, client: GitHubClient,
+                                                                      sleeps):
+    fake.rate_limit_next("secondary", retry_after="3", path=r".*/comments")
+
+    client.create_issue_comment("octo", "widgets", 5, "hello", send_once=True)
+
+    assert [request.status for request in fake.calls("POST", r".*/comments")] == [403, 201]
+    assert sleeps == [3.0]
+    with pytest.raises(GitHubError) as refused:  # a 4xx was not applied, and is no Unconfirmed
+        client.create_issue_comment("octo", "widgets", 5, "x" * 70_000, send_once=True)
+    assert refused.value.status == 422 and not isinstance(refused.value, Unconfirmed)
 
 
 @pytest.mark.usefixtures("pull")

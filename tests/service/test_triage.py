@@ -8,7 +8,7 @@ from __future__ import annotations
 import shutil
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -18,7 +18,7 @@ from app import pipeline
 from app.config import Settings
 from app.github import GitHubApp, RetryPolicy
 from app.localgithub import FakeGitHub
-from app.report import COMMENT_MARKER
+from app.report import COMMENT_MARKER, RERUN_ACTION
 from app.services import Services
 from app.store.queries import get_pull_request
 from app.store.session import session_scope
@@ -199,6 +199,65 @@ def test_rerequesting_our_check_run_triages_the_head_again(service: Service, mil
     assert len(service.runs()) == 3
 
 
+def test_the_completed_check_run_offers_a_rerun_button_and_a_click_triages_again(
+        service: Service, miles: FakeGitHub) -> None:
+    fake, head = miles, sha("docs, rerun button")
+    fake.add_pull(MILES, 23, head_sha=head, base_sha=BASE, files=["README.md"])
+    deliver(service, fake, "opened", 23, head)
+    service.drain()
+    [check] = fake.check_runs(MILES)
+    button = {"label": "Re-run triage", "description": "Triage this pull request again",
+              "identifier": RERUN_ACTION}
+    assert (check.status, check.actions) == ("completed", [button])
+    [completion] = [request for request in fake.calls("PATCH", rf"/repos/{MILES}/check-runs/{check.id}")
+                    if "actions" in request.body]
+    assert completion.schema_errors == [] and completion.body["status"] == "completed"
+
+    clicked = check_run_event(fake, "requested_action", full_name=MILES, check_run_id=check.id, head_sha=head,
+                              number=23)
+    assert clicked["requested_action"] != {"identifier": RERUN_ACTION}  # the real payload names another App's
+    clicked["requested_action"] = {"identifier": RERUN_ACTION}
+    assert service.post("check_run", clicked).status_code == 202
+    service.drain()
+
+    assert service.deliveries()[-1].status == "processed"
+    assert [(r.head_sha, r.status) for r in service.runs()] == [(head, "completed")] * 2
+    first, second = sorted(fake.check_runs(MILES), key=lambda run: run.id)
+    assert first.id == check.id and second.external_id != first.external_id
+    assert (second.status, second.conclusion, second.actions) == ("completed", "success", [button])
+
+
+@pytest.fixture
+def retrying_at_once(make_settings: Callable[..., Settings], sqlite_url: str) -> Iterator[Service]:
+    """A service whose GitHub calls are retried without waiting (the backoff is slept away)."""
+    settings = make_settings(database_url=sqlite_url)
+    app = GitHubApp.from_settings(settings, policy=RetryPolicy(sleep=lambda _: None))
+    service = make_service(settings, services=Services.from_settings(settings, github_app=app))
+    yield service
+    service.close()
+
+
+def test_a_triage_whose_writes_github_applied_before_failing_posts_them_once(
+        retrying_at_once: Service, miles: FakeGitHub) -> None:
+    fake, head, service = miles, sha("docs, GitHub answering 502 after applying"), retrying_at_once
+    fake.add_pull(MILES, 30, head_sha=sha("prerequisite"), base_sha=BASE)  # open: a blocking finding
+    fake.add_pull(MILES, 24, head_sha=head, base_sha=BASE, files=["README.md"], body="Depends on #30.")
+    fake.fail_after_applying(method="POST", path=rf"/repos/{MILES}/check-runs$")
+    fake.fail_after_applying(drop=True, method="POST", path=rf"/repos/{MILES}/issues/24/comments$")
+    deliver(service, fake, "opened", 24, head)
+    service.drain()
+
+    [check] = fake.check_runs(MILES)  # no second one left in progress
+    assert (check.status, check.conclusion) == ("completed", "failure")
+    [comment] = fake.comments_on(MILES, 24)
+    assert COMMENT_MARKER in comment.body and "#30" in comment.body
+    # each POST sent once: its failure was followed by a look, which found what it had made
+    assert [r.status for r in fake.calls("POST", rf"/repos/{MILES}/check-runs")] == [502]
+    assert [r.status for r in fake.calls("POST", rf"/repos/{MILES}/issues/24/comments")] == [0]
+    [run] = service.runs()
+    assert (run.status, run.conclusion, run.check_run_id) == ("completed", "failure", check.id)
+
+
 def test_a_closed_pull_request_is_recorded_and_not_triaged(service: Service, miles: FakeGitHub) -> None:
     fake, head = miles, sha("merged")
     fake.add_pull(MILES, 19, head_sha=head, base_sha=BASE, files=["README.md"], state="closed", merged=True,
@@ -217,23 +276,17 @@ def test_a_closed_pull_request_is_recorded_and_not_triaged(service: Service, mil
 
 
 def test_a_check_run_github_will_not_complete_is_closed_later_by_a_queued_job(
-        make_settings: Callable[..., Settings], sqlite_url: str, miles: FakeGitHub) -> None:
-    fake, head = miles, sha("docs, GitHub failing")
-    settings = make_settings(database_url=sqlite_url)
-    app = GitHubApp.from_settings(settings, policy=RetryPolicy(sleep=lambda _: None))  # retries at once
-    service = make_service(settings, services=Services.from_settings(settings, github_app=app))
-    try:
-        fake.add_pull(MILES, 20, head_sha=head, base_sha=BASE, files=["README.md"])
-        deliver(service, fake, "opened", 20, head)
-        fake.fail_next(5, status=502, path=r"/check-runs/\d+$")  # every attempt of the completion fails
-        service.drain()  # the close_check job, queued for a minute later, runs at once here
-        [check] = fake.check_runs(MILES)
-        assert (check.status, check.conclusion) == ("completed", "neutral")
-        assert "could not be posted" in check.output["summary"]
-        [run] = service.runs()
-        assert run.status == "failed" and "could not be completed" in (run.error or "")
-    finally:
-        service.close()
+        retrying_at_once: Service, miles: FakeGitHub) -> None:
+    fake, head, service = miles, sha("docs, GitHub failing"), retrying_at_once
+    fake.add_pull(MILES, 20, head_sha=head, base_sha=BASE, files=["README.md"])
+    deliver(service, fake, "opened", 20, head)
+    fake.fail_next(5, status=502, path=r"/check-runs/\d+$")  # every attempt of the completion fails
+    service.drain()  # the close_check job, queued for a minute later, runs at once here
+    [check] = fake.check_runs(MILES)
+    assert (check.status, check.conclusion) == ("completed", "neutral")
+    assert "could not be posted" in check.output["summary"]
+    [run] = service.runs()
+    assert run.status == "failed" and "could not be completed" in (run.error or "")
 
 
 def test_github_enterprise_and_a_delivery_without_installation(
