@@ -1,14 +1,20 @@
 # prtriage: the GitHub App service (`prtriage serve`) and its workers (`prtriage worker`).
 #
 #   docker build -t prtriage .
-#   docker run --init --security-opt seccomp=unconfined --security-opt apparmor=unconfined \
+#   docker run --security-opt seccomp=unconfined --security-opt apparmor=unconfined \
+#       --security-opt systempaths=unconfined \
 #       -p 8000:8000 -e GITHUB_APP_ID=... -e GITHUB_PRIVATE_KEY_PATH=/run/secrets/key \
 #       -e GITHUB_WEBHOOK_SECRET=... -v prtriage-data:/data prtriage
 #
-# The sandbox is bubblewrap, which needs unprivileged user namespaces: Docker's default seccomp (and
-# AppArmor on some hosts) forbids them, hence the security options above (docs/service.md, "Docker").
-# Without them every analysis completes its check as neutral, saying there is no sandbox; repository code
-# never runs unsandboxed in the service.
+#   docker run --rm <the same three --security-opt> prtriage prtriage demo --once
+#       (the App end to end inside the image: exit 0 only when the sandbox works there)
+#
+# The sandbox is bubblewrap, which needs unprivileged user namespaces and a fresh /proc of its own: Docker's
+# default seccomp (and AppArmor on some hosts) forbids the first, and the kernel refuses the second while the
+# engine masks paths under /proc (systempaths=unconfined unmasks them; podman: --security-opt unmask=ALL).
+# Hence the security options above (docs/service.md, "Docker and compose"). Without them every analysis
+# completes its check as neutral, saying there is no sandbox; repository code never runs unsandboxed in the
+# service. tini is the entrypoint: no --init needed.
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -31,6 +37,7 @@ COPY pyproject.toml README.md alembic.ini ./
 COPY app ./app
 COPY policies ./policies
 COPY migrations ./migrations
+COPY examples ./examples
 RUN pip install -e .
 
 USER prtriage

@@ -213,14 +213,16 @@ def sqlite_service(make_settings: Callable[..., Settings], sqlite_url: str) -> I
     built.close()
 
 
-def wait_for(condition: Callable[[], Any], *, timeout: float = 120, what: str = "the condition") -> Any:
+def wait_for(condition: Callable[[], Any], *, timeout: float = 120, what: str = "the condition",
+             explain: Callable[[], str] | None = None) -> Any:
+    """CONDITION()'s first true value; on timeout an AssertionError naming WHAT, followed by EXPLAIN()."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = condition()
         if value:
             return value
         time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}" + (explain() if explain else ""))
 
 
 # The miles twin on the fake GitHub

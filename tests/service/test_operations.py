@@ -110,6 +110,14 @@ def test_the_image_runs_as_a_user_with_bubblewrap_and_a_health_check() -> None:
     assert re.search(r"apt-get install .*\bbubblewrap\b.*\bgit\b", dockerfile)
     assert re.search(r"^USER prtriage$", dockerfile, re.MULTILINE)
     assert re.search(r"^HEALTHCHECK .*\n?.*/healthz", dockerfile, re.MULTILINE)
+    # the demo runs inside the image: the way to see that its sandbox works there
+    assert re.search(r"^COPY examples ", dockerfile, re.MULTILINE)
+    assert "systempaths=unconfined" in dockerfile
+    # what the image copies is in the build context: none of it left out by .dockerignore
+    ignored = set((ROOT / ".dockerignore").read_text().split())
+    for sources in re.findall(r"^COPY (.+) \S+$", dockerfile, re.MULTILINE):
+        for source in sources.split():
+            assert (ROOT / source).exists() and source.split("/")[0] not in ignored, source
 
 
 def test_compose_runs_postgresql_redis_the_app_and_workers() -> None:
@@ -125,3 +133,6 @@ def test_compose_runs_postgresql_redis_the_app_and_workers() -> None:
         assert environment["QUEUE_URL"].startswith("redis://")
         assert "GITHUB_WEBHOOK_SECRET" in environment and "GITHUB_PRIVATE_KEY_PATH" in environment
     assert services["app"]["environment"]["PRTRIAGE_WORKERS"] == "0"
+    for name in ("app", "worker"):  # bubblewrap's namespaces and its own /proc
+        assert {"seccomp=unconfined", "apparmor=unconfined", "systempaths=unconfined"} <= set(
+            services[name]["security_opt"])

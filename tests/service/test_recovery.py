@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 import uuid
 from collections.abc import Callable, Iterator
@@ -21,8 +20,9 @@ from app.localgithub import FakeGitHub
 
 from .conftest import BASE, INCIDENT, MILES, Service, make_service, wait_for
 from .payloads import pull_request_event
+from .processes import Processes
 
-ROOT = Path(__file__).resolve().parents[2]
+WORKER = [sys.executable, "-m", "app.cli", "worker"]
 
 
 def environment(settings: Settings, key: str) -> dict[str, str]:
@@ -74,30 +74,6 @@ def alive(pids: dict[int, bytes]) -> list[int]:
     return running
 
 
-class Workers:
-    """`prtriage worker` processes, their output in files; all killed at the end of the test."""
-
-    def __init__(self, env: dict[str, str], logs: Path) -> None:
-        self.env, self.logs = env, logs
-        self.started: list[subprocess.Popen[bytes]] = []
-
-    def start(self) -> subprocess.Popen[bytes]:
-        with (self.logs / f"worker-{len(self.started)}.log").open("wb") as log:  # the child keeps its copy
-            process = subprocess.Popen([sys.executable, "-m", "app.cli", "worker"], cwd=ROOT, env=self.env,
-                                       stdout=log, stderr=subprocess.STDOUT)
-        self.started.append(process)
-        return process
-
-    def output(self, index: int) -> str:
-        return (self.logs / f"worker-{index}.log").read_text(errors="replace")
-
-    def stop_all(self) -> None:
-        for process in self.started:
-            if process.poll() is None:
-                process.kill()
-                process.wait(10)
-
-
 @pytest.fixture
 def queued_on_redis(make_settings: Callable[..., Settings], database_url: str, redis_queue_url: str,
                     tmp_path: Path) -> Iterator[Service]:
@@ -114,10 +90,11 @@ def test_a_worker_killed_mid_job_leaves_it_to_the_next_and_the_result_is_posted_
     service, fake = queued_on_redis, miles
     fake.add_pull(MILES, 3, head_sha=INCIDENT, base_sha=BASE, files=[ARGUMENTS])
     opened = pull_request_event(fake, "opened", full_name=MILES, number=3, head_sha=INCIDENT, base_sha=BASE)
-    workers = Workers(environment(service.settings, github_app_key.private_pem), tmp_path)  # type: ignore[attr-defined]
+    env = environment(service.settings, github_app_key.private_pem)  # type: ignore[attr-defined]
+    workers = Processes(tmp_path)
     try:
         assert service.post("pull_request", opened, guid=str(uuid.uuid4())).status_code == 202
-        first = workers.start()
+        first = workers.start("worker-0", WORKER, env)
         [check] = wait_for(lambda: fake.check_runs(MILES), timeout=60, what="the first worker's check run")
         sandboxes = wait_for(lambda: sandboxes_of(first.pid), timeout=60, what="the sandboxed analysis")
         first.send_signal(signal.SIGKILL)  # kill -9, while the sandboxed analysis runs
@@ -127,7 +104,7 @@ def test_a_worker_killed_mid_job_leaves_it_to_the_next_and_the_result_is_posted_
         assert run.status == "running"
         wait_for(lambda: not alive(sandboxes), timeout=10, what="the dead worker's sandboxes to go")
 
-        second = workers.start()
+        workers.start("worker-1", WORKER, env)
         wait_for(lambda: service.runs()[0].status == "completed", timeout=180,
                  what="the next worker to take the run over")
         [run] = service.runs()
@@ -139,9 +116,8 @@ def test_a_worker_killed_mid_job_leaves_it_to_the_next_and_the_result_is_posted_
         assert len(completions) == 1
         assert len(fake.calls("POST", rf"/repos/{MILES}/issues/3/comments")) == 1
         assert len(fake.comments_on(MILES, 3)) == 1
-        assert "sweep: queueing again 1 lost triage run(s)" in workers.output(1)
+        assert "sweep: queueing again 1 lost triage run(s)" in workers.output("worker-1")
 
-        second.send_signal(signal.SIGTERM)  # a clean stop
-        assert second.wait(60) == 0, workers.output(1)
+        assert workers.stop("worker-1", timeout=60) == {"worker-1": 0}, workers.report()  # a clean stop
     finally:
-        workers.stop_all()
+        workers.kill_all()
