@@ -15,7 +15,14 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from app.commands import HELP, PREFIX, Command, Invalid, parse_commands
-from app.github import CheckAction, GitHubError, cancel_check_run, complete_check_run, create_check_run
+from app.github import (
+    CheckAction,
+    GitHubError,
+    cancel_check_run,
+    complete_check_run,
+    create_check_run,
+    post_reply,
+)
 from app.github.client import GitHubClient
 from app.github.models import PullInfo
 from app.report import RERUN_BUTTON, superseded_reason
@@ -102,7 +109,8 @@ def _send(client: GitHubClient, comment: PullComment, answer: Answer) -> None:
     if answer.reaction:
         client.add_reaction(owner, name, comment.comment_id, answer.reaction)
     if answer.reply:
-        client.create_issue_comment(owner, name, comment.number, answer.reply)
+        post_reply(client, owner, name, comment.number, answer.reply, in_reply_to=comment.comment_id,
+                   app_login=client.app_login())
 
 
 def _rerun(services: Services, client: GitHubClient, comment: PullComment, permission: str) -> Answer:

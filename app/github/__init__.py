@@ -10,7 +10,7 @@
 from app.github.auth import GitHubApp
 from app.github.checks import Annotation, CheckAction, cancel_check_run, complete_check_run, create_check_run
 from app.github.client import GitHubClient
-from app.github.comments import STICKY_MARKER, upsert_sticky_comment
+from app.github.comments import STICKY_MARKER, post_reply, reply_marker, upsert_sticky_comment
 from app.github.errors import GitHubError, NotFound, RateLimited, TarballRefused, Unconfirmed
 from app.github.metrics import METRICS, GitHubMetrics
 from app.github.models import CheckRunInfo, CommentInfo, CommitInfo, IssueInfo, PullInfo, RateLimit
@@ -21,5 +21,6 @@ __all__ = [
     "METRICS", "STICKY_MARKER", "Annotation", "CheckAction", "CheckRunInfo", "CommentInfo", "CommitInfo",
     "GitHubApp", "GitHubClient", "GitHubError", "GitHubMetrics", "IssueInfo", "NotFound", "PullInfo",
     "RateLimit", "RateLimited", "RetryPolicy", "TarballRefused", "TreeLimits", "Unconfirmed",
-    "cancel_check_run", "complete_check_run", "create_check_run", "download_tree", "upsert_sticky_comment",
+    "cancel_check_run", "complete_check_run", "create_check_run", "download_tree", "post_reply",
+    "reply_marker", "upsert_sticky_comment",
 ]

@@ -84,3 +84,29 @@ def upsert_sticky_comment(client: GitHubClient, owner: str, repo: str, number: i
         return "unchanged", existing.id
     client.update_issue_comment(owner, repo, existing.id, text)
     return "updated", existing.id
+
+
+def reply_marker(comment_id: int) -> str:
+    return f"<!-- prtriage:reply-to:{comment_id} -->"
+
+
+def post_reply(client: GitHubClient, owner: str, repo: str, number: int, text: str, *, in_reply_to: int,
+               app_login: str) -> tuple[Upserted, int]:
+    """A reply to the comment IN_REPLY_TO, posted once. It carries a hidden marker naming that comment, so
+    that a command job carried out again (a retry, a redelivery) or a POST GitHub applied before failing
+    finds the reply already there (by the marker and our login) instead of posting it twice."""
+    marker = reply_marker(in_reply_to)
+    body = fit_comment(text, limit=COMMENT_LIMIT - len(marker) - 2) + "\n\n" + marker
+
+    def look() -> CommentInfo | None:
+        return find_sticky_comment(client.list_issue_comments(owner, repo, number), marker=marker,
+                                   app_login=app_login)
+
+    existing = look()
+    if existing is not None:
+        return "unchanged", existing.id
+
+    def send() -> CommentInfo:
+        return client.create_issue_comment(owner, repo, number, body, send_once=True)
+
+    return "created", client.policy.create("issues/create-comment", send, look).id

@@ -4,6 +4,7 @@ store on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -12,7 +13,7 @@ import pytest
 from app.command_runner import PullComment, run_comment
 from app.commands import HELP
 from app.config import Settings
-from app.github import create_check_run
+from app.github import GitHubApp, RetryPolicy, create_check_run, reply_marker
 from app.localgithub import FakeGitHub
 from app.services import Services
 from app.store.models import Finding, RiskWindow, TriageRun
@@ -100,7 +101,14 @@ def blocked_run(services: Services, fake: FakeGitHub) -> int:
 
 
 def replies(fake: FakeGitHub) -> list[str]:
-    return [note.body for note in fake.comments_on(REPO, NUMBER) if note.author == fake.bot_login]
+    """The App's replies, each without the hidden marker that names the comment it answers."""
+    texts = []
+    for note in fake.comments_on(REPO, NUMBER):
+        if note.author == fake.bot_login:
+            text, marker = note.body.rsplit("\n\n", 1)
+            assert re.fullmatch(r"<!-- prtriage:reply-to:\d+ -->", marker)
+            texts.append(text)
+    return texts
 
 
 @pytest.mark.parametrize(("event", "reason"), [
@@ -120,6 +128,35 @@ def test_the_shared_payload_itself_has_no_command(fake: FakeGitHub) -> None:
 def test_help_is_a_reply(services: Services, fake: FakeGitHub) -> None:
     command(services, fake, "/triage help", author="someone")
     assert replies(fake) == [HELP]
+
+
+def test_a_command_carried_out_again_is_answered_once(services: Services, fake: FakeGitHub) -> None:
+    payload = comment_event(fake, "/triage help", author="someone")
+    job = router.decide("issue_comment", payload)
+    assert isinstance(job, Job)
+    comment = PullComment.from_job(1, job.data)
+    run_comment(services, services.client(1), comment)
+    run_comment(services, services.client(1), comment)  # a retried job, or the delivery redelivered
+    assert replies(fake) == [HELP]
+    [reply] = [note for note in fake.comments_on(REPO, NUMBER) if note.author == fake.bot_login]
+    assert reply.body.endswith(reply_marker(comment.comment_id))
+    command(services, fake, "/triage help", author="someone")  # asked again in a new comment: a new reply
+    assert replies(fake) == [HELP, HELP]
+
+
+@pytest.mark.parametrize("drop", [False, True], ids=["502", "dropped"])
+def test_a_reply_github_applied_before_failing_is_not_posted_twice(
+        make_settings: Callable[..., Settings], database_url: str, fake: FakeGitHub, drop: bool) -> None:
+    settings = make_settings(database_url=database_url)
+    app = GitHubApp.from_settings(settings, policy=RetryPolicy(sleep=lambda _: None))
+    services = Services.from_settings(settings, github_app=app)
+    try:
+        fake.fail_after_applying(drop=drop, method="POST", path=rf"/repos/{REPO}/issues/{NUMBER}/comments$")
+        command(services, fake, "/triage help", author="someone")
+        assert replies(fake) == [HELP]
+        assert len(fake.calls("POST", rf"/repos/{REPO}/issues/{NUMBER}/comments")) == 1
+    finally:
+        services.close()
 
 
 def test_an_invalid_command_gets_a_puzzled_reaction_and_says_why(services: Services,
