@@ -207,6 +207,14 @@ def service(make_settings: Callable[..., Settings], database_url: str) -> Iterat
 
 
 @pytest.fixture
+def services(make_settings: Callable[..., Settings], database_url: str) -> Iterator[Services]:
+    """The service's machinery on each test database, no web app and no queue consumer."""
+    built = Services.from_settings(make_settings(database_url=database_url))
+    yield built
+    built.close()
+
+
+@pytest.fixture
 def sqlite_service(make_settings: Callable[..., Settings], sqlite_url: str) -> Iterator[Service]:
     built = make_service(make_settings(database_url=sqlite_url))
     yield built

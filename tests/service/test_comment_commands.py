@@ -5,7 +5,7 @@ store on SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -38,13 +38,6 @@ NUMBER = 21
 HEAD, BASE = sha("head"), sha("base")
 BLOCKING = {"kind": "suite_rejected", "severity": "blocking", "message": "5 LoRA suites are rejected",
             "suites": [], "scripts": []}
-
-
-@pytest.fixture
-def services(make_settings: Callable[..., Settings], database_url: str) -> Iterator[Services]:
-    built = Services.from_settings(make_settings(database_url=database_url))
-    yield built
-    built.close()
 
 
 @pytest.fixture

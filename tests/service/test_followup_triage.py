@@ -3,13 +3,10 @@ comment and the check; a revert's comment says which risk window it closes and w
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-
 import pytest
 
 from app.analysis.policy import builtin_policy, load_policy
 from app.analysis.report import CheckReport
-from app.config import Settings
 from app.followup_triage import pull_followups, revert_findings, with_findings
 from app.github.references import ResolutionCache
 from app.localgithub import FakeGitHub
@@ -21,13 +18,6 @@ from .payloads import sha
 from .test_windows import BASE, REPO, merge, merged_delivery
 
 POLICY = load_policy(builtin_policy("acme", "widgets"))
-
-
-@pytest.fixture
-def services(make_settings: Callable[..., Settings], database_url: str) -> Iterator[Services]:
-    built = Services.from_settings(make_settings(database_url=database_url))
-    yield built
-    built.close()
 
 
 @pytest.fixture

@@ -4,13 +4,11 @@ follow-up, the follow-up's merge closes it, a revert closes the reverted PR's wi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from app import resync, windows
-from app.config import Settings
 from app.github.references import ResolutionCache
 from app.localgithub import FakeGitHub
 from app.services import Services
@@ -33,13 +31,6 @@ from .payloads import pull_request_event, sha
 REPO = "acme/widgets"
 MERGED_AT = "2026-03-01T12:00:00Z"
 HEAD, BASE = sha("head"), sha("base")
-
-
-@pytest.fixture
-def services(make_settings: Callable[..., Settings], database_url: str) -> Iterator[Services]:
-    built = Services.from_settings(make_settings(database_url=database_url))
-    yield built
-    built.close()
 
 
 @pytest.fixture
