@@ -16,7 +16,6 @@ from sqlalchemy.orm import Session
 
 from app.commands import HELP, PREFIX, Command, Invalid, parse_commands
 from app.github import (
-    CheckAction,
     GitHubError,
     cancel_check_run,
     complete_check_run,
@@ -179,10 +178,8 @@ def _post_acknowledged_check(services: Services, client: GitHubClient, comment: 
                          *[f"- {finding.message}" for finding in findings]])
     check_run_id = create_check_run(client, owner, name, name=services.settings.check_name, head_sha=head_sha,
                                     external_id=f"prtriage-ack-{comment.comment_id}", title=title)
-    rerun = CheckAction(label=RERUN_BUTTON.label, description=RERUN_BUTTON.description,
-                        identifier=RERUN_BUTTON.identifier)
     complete_check_run(client, owner, name, check_run_id, conclusion="success", title=title, summary=summary,
-                       actions=[rerun])
+                       actions=[RERUN_BUTTON])
 
 
 def _close_windows(services: Services, comment: PullComment, command: Command) -> Answer:

@@ -31,7 +31,6 @@ from app.engine import AnalysisError, run_check
 from app.followup_triage import pull_followups, revert_findings, with_findings
 from app.github import (
     Annotation,
-    CheckAction,
     GitHubClient,
     GitHubError,
     PullInfo,
@@ -366,16 +365,10 @@ def _complete(client: GitHubClient, target: RunTarget, check_run_id: int, output
     try:
         complete_check_run(client, target.owner, target.repo, check_run_id, conclusion=output.conclusion,
                            title=output.title, summary=output.summary, text=output.text, annotations=specs,
-                           actions=check_actions(output))
+                           actions=output.actions)
     except GitHubError as exc:
         raise CheckNotClosed(target.installation_id, target.owner, target.repo, check_run_id,
                              str(exc)) from exc
-
-
-def check_actions(output: CheckOutput) -> list[CheckAction]:
-    """The buttons of the completed check run (Re-run triage)."""
-    return [CheckAction(label=spec.label, description=spec.description, identifier=spec.identifier)
-            for spec in output.actions]
 
 
 def close_check_run(services: Services, *, installation_id: int, owner: str, repo: str, check_run_id: int,
@@ -383,7 +376,7 @@ def close_check_run(services: Services, *, installation_id: int, owner: str, rep
     """Complete a check run that could not be completed at the end of its job, as neutral with REASON."""
     output = error_output(f"its result could not be posted ({reason})")
     complete_check_run(services.client(installation_id), owner, repo, check_run_id, conclusion="neutral",
-                       title=output.title, summary=output.summary, actions=check_actions(output))
+                       title=output.title, summary=output.summary, actions=output.actions)
 
 
 def analyse(services: Services, client: GitHubClient, target: RunTarget) -> CheckReport:

@@ -8,7 +8,14 @@
 """
 
 from app.github.auth import GitHubApp
-from app.github.checks import Annotation, CheckAction, cancel_check_run, complete_check_run, create_check_run
+from app.github.checks import (
+    Annotation,
+    Button,
+    CheckAction,
+    cancel_check_run,
+    complete_check_run,
+    create_check_run,
+)
 from app.github.client import GitHubClient
 from app.github.comments import STICKY_MARKER, post_reply, reply_marker, upsert_sticky_comment
 from app.github.errors import GitHubError, NotFound, RateLimited, TarballRefused, Unconfirmed
@@ -18,8 +25,9 @@ from app.github.retry import RetryPolicy
 from app.github.sources import TreeLimits, download_tree
 
 __all__ = [
-    "METRICS", "STICKY_MARKER", "Annotation", "CheckAction", "CheckRunInfo", "CommentInfo", "CommitInfo",
-    "GitHubApp", "GitHubClient", "GitHubError", "GitHubMetrics", "IssueInfo", "NotFound", "PullInfo",
+    "METRICS", "STICKY_MARKER", "Annotation", "Button", "CheckAction", "CheckRunInfo", "CommentInfo",
+    "CommitInfo", "GitHubApp", "GitHubClient", "GitHubError", "GitHubMetrics", "IssueInfo", "NotFound",
+    "PullInfo",
     "RateLimit", "RateLimited", "RetryPolicy", "TarballRefused", "TreeLimits", "Unconfirmed",
     "cancel_check_run", "complete_check_run", "create_check_run", "download_tree", "post_reply",
     "reply_marker", "upsert_sticky_comment",

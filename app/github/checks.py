@@ -8,7 +8,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from app.github.client import GitHubClient
 from app.github.errors import GitHubError
@@ -52,21 +52,38 @@ class Annotation:
         return fields
 
 
+class Button(Protocol):
+    """A button GitHub shows on the completed check run (a CheckAction, or any object with these three
+    fields, such as the report's ActionSpec); a click comes back as a `check_run` `requested_action`
+    delivery carrying IDENTIFIER."""
+
+    @property
+    def label(self) -> str: ...  # at most 20 characters
+
+    @property
+    def description(self) -> str: ...  # at most 40
+
+    @property
+    def identifier(self) -> str: ...  # at most 20
+
+
+def button_payload(button: Button) -> dict[str, str]:
+    """The action as GitHub takes it; ValueError beyond GitHub's limits."""
+    fields = {"label": button.label, "description": button.description, "identifier": button.identifier}
+    for key, limit in (("label", 20), ("description", 40), ("identifier", 20)):
+        if not 0 < len(fields[key]) <= limit:
+            raise ValueError(f"a check run action's {key} has 1 to {limit} characters: {fields[key]!r}")
+    return fields
+
+
 @dataclass(frozen=True)
 class CheckAction:
-    """A button GitHub shows on the completed check run; a click comes back as a `check_run`
-    `requested_action` delivery carrying IDENTIFIER."""
-
-    label: str  # at most 20 characters
-    description: str  # at most 40
-    identifier: str  # at most 20
+    label: str
+    description: str
+    identifier: str
 
     def payload(self) -> dict[str, str]:
-        fields = {"label": self.label, "description": self.description, "identifier": self.identifier}
-        for key, limit in (("label", 20), ("description", 40), ("identifier", 20)):
-            if not 0 < len(fields[key]) <= limit:
-                raise ValueError(f"a check run action's {key} has 1 to {limit} characters: {fields[key]!r}")
-        return fields
+        return button_payload(self)
 
 
 def _now() -> str:
@@ -130,7 +147,7 @@ def _open_run(client: GitHubClient, owner: str, repo: str, *, name: str, head_sh
 
 def complete_check_run(client: GitHubClient, owner: str, repo: str, check_run_id: int, *,
                        conclusion: Conclusion, title: str, summary: str, text: str | None = None,
-                       annotations: Sequence[Annotation] = (), actions: Sequence[CheckAction] = ()) -> int:
+                       annotations: Sequence[Annotation] = (), actions: Sequence[Button] = ()) -> int:
     """Complete the run with CONCLUSION, every annotation and ACTIONS (buttons, at most 3); the number of
     annotations posted.
 
@@ -140,7 +157,7 @@ def complete_check_run(client: GitHubClient, owner: str, repo: str, check_run_id
     """
     if len(actions) > ACTIONS_LIMIT:
         raise ValueError(f"a check run has at most {ACTIONS_LIMIT} actions, not {len(actions)}")
-    buttons = [action.payload() for action in actions]
+    buttons = [button_payload(action) for action in actions]
     payloads = [annotation.payload() for annotation in annotations]
     batches = [payloads[i:i + ANNOTATIONS_PER_CALL] for i in range(0, len(payloads), ANNOTATIONS_PER_CALL)]
     last_batch = batches.pop() if batches else []
