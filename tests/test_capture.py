@@ -385,7 +385,7 @@ def test_every_script_is_reported_once_then_done(captured: Captured) -> None:
     assert run.messages[-1] == {"type": "done"}
     for message in messages.values():
         assert set(message) == {"type", "script", "status", "launches", "reason", "registration", "reads",
-                                "repo"}
+                                "repo", "ended"}
     progress = [m for m in run.messages if m["type"] == "progress"]
     assert progress[-1]["done"] == progress[-1]["total"] == len(E2E_SCRIPTS)
 
@@ -474,7 +474,9 @@ def test_typer_cli_runs_with_its_defaults(captured: Captured) -> None:
 def test_failures_are_reported_with_their_reason(captured: Captured) -> None:
     messages, matrix, _ = captured
     failed = {f.script: f.reason for f in matrix.failed}
-    assert failed["tests/e2e/short/test_nothing.py"] == "no launch recorded"
+    assert "tests/e2e/short/test_nothing.py" not in failed  # it ran to its end: a script of another kind
+    assert {f.script: f.reason for f in matrix.no_entry} == {
+        "tests/e2e/short/test_nothing.py": "ran to its end and launched nothing"}
     assert failed["tests/e2e/short/test_hangs.py"] == (
         f"timed out after {SUITE_SECONDS * 0.8:g}s (at tests/e2e/short/test_hangs.py:5)")
     assert failed["tests/e2e/short/test_waits_forever.py"] == (
@@ -490,7 +492,7 @@ def test_launches_before_a_failure_are_kept(captured: Captured) -> None:
     reason = "after 3 launch(es): KeyError: 'large' (at tests/e2e/short/test_partial.py:9)"
     assert messages[script]["reason"] == reason
     assert suite(matrix, script).argv == (*QWEN_MODEL_ARGS, "--rollout-batch-size", "4")
-    assert [f.reason for f in matrix.failed if f.script == script] == ["partial capture: " + reason]
+    assert [f.reason for f in matrix.partial if f.script == script] == ["partial capture: " + reason]
 
 
 def test_every_way_of_starting_a_process_is_recorded(captured: Captured) -> None:

@@ -94,26 +94,38 @@ def policy_with(*sources: dict[str, Any]) -> Policy:
 RECORD = {"kind": "record_launches", "scripts": ["tests/**/test_*.py"], "entry": r"(^|/)train\.py$"}
 
 
-def test_build_matrix_counts_captured_failed_and_disabled_scripts() -> None:
+def test_build_matrix_sorts_scripts_by_kind() -> None:
     reports = [
-        ScriptReport("tests/b.py", "captured", (launch("python3", "train.py", "--b"),)),
+        ScriptReport("tests/b.py", "captured", (launch("python3", "train.py", "--b"),), ended=True),
         ScriptReport("tests/a.py", "captured", (launch("python3", "train.py", "--a1"),
-                                                launch("python3", "train.py", "--a2"))),
+                                                launch("python3", "train.py", "--a2")), ended=True),
         ScriptReport("tests/off.py", "disabled", reason="flaky"),
-        ScriptReport("tests/none.py", "failed", reason="no launch recorded"),
-        ScriptReport("tests/ray_only.py", "captured", (launch("ray", "stop"),)),
+        ScriptReport("tests/none.py", "failed", reason="KeyError: 'x'"),
+        ScriptReport("tests/ray_only.py", "captured", (launch("ray", "stop"),), ended=True),
+        ScriptReport("tests/pytest.py", "captured", (launch("python3", "-m", "pytest", "-x"),), ended=True),
+        ScriptReport("tests/quiet.py", "failed", reason="no launch recorded", ended=True),
+        ScriptReport("tests/died.py", "captured", (launch("ray", "stop"),),
+                     reason="after 1 launch(es): OSError"),
         ScriptReport("tests/part.py", "captured", (launch("python3", "train.py", "--p"),),
                      reason="after 1 launch(es): KeyError: 'x'"),
     ]
     matrix = build_matrix(policy_with(RECORD), {0: reports}, "/repo")
     assert [s.id for s in matrix.suites] == ["tests/a.py", "tests/a.py#2", "tests/b.py", "tests/part.py"]
-    assert (matrix.scripts, matrix.captured, matrix.disabled) == (5, 3, ("tests/off.py",))
+    assert (matrix.scripts, matrix.captured, matrix.disabled) == (8, 3, ("tests/off.py",))
     assert matrix.failed == (
-        CaptureFailure("tests/none.py", "no launch recorded"),
-        CaptureFailure("tests/part.py", "partial capture: after 1 launch(es): KeyError: 'x'"),
-        CaptureFailure("tests/ray_only.py",
-                       r"no launch of the entry ((^|/)train\.py$) among 1 recorded launch(es)"),
+        CaptureFailure("tests/died.py", "after 1 launch(es): OSError"),
+        CaptureFailure("tests/none.py", "KeyError: 'x'"),
     )
+    entry = r"(^|/)train\.py$"
+    assert matrix.no_entry == (
+        CaptureFailure("tests/pytest.py",
+                       f"ran to its end; launched python3 -m pytest, not the entry ({entry})"),
+        CaptureFailure("tests/quiet.py", "ran to its end and launched nothing"),
+        CaptureFailure("tests/ray_only.py", f"ran to its end; launched ray stop, not the entry ({entry})"),
+    )
+    partial = "partial capture: after 1 launch(es): KeyError: 'x'"
+    assert matrix.partial == (CaptureFailure("tests/part.py", partial),)
+    assert Matrix.from_json(matrix.to_json()) == matrix
 
 
 def test_static_suites_join_recorded_ones_with_unique_ids() -> None:

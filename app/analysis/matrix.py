@@ -30,12 +30,13 @@ class ScriptReport:
     launches: tuple[Mapping[str, Any], ...] = ()
     reason: str | None = None
     reads: tuple[str, ...] = ()
+    ended: bool = False  # the script ran to its end (or exited 0): nothing stopped it early
 
     @classmethod
     def from_message(cls, message: Mapping[str, Any]) -> ScriptReport:
         return cls(script=str(message["script"]), status=str(message["status"]),
                    launches=tuple(message.get("launches") or ()), reason=message.get("reason"),
-                   reads=tuple(message.get("reads") or ()))
+                   reads=tuple(message.get("reads") or ()), ended=message.get("ended") is True)
 
 
 def suites_from_launches(script: str, launches: Sequence[Mapping[str, Any]], source: RecordLaunches,
@@ -97,7 +98,7 @@ def _repo_relative(word: str, cwd: str, repo_mount: str) -> str:
 def build_matrix(policy: Policy, reports: Mapping[int, Sequence[ScriptReport]], repo_mount: str) -> Matrix:
     """The matrix of all sources: `reports` holds each record_launches source's script reports by index."""
     suites: list[Suite] = []
-    failed: list[CaptureFailure] = []
+    kinds: dict[str, list[CaptureFailure]] = {"failed": [], "no_entry": [], "partial": []}
     disabled: list[str] = []
     scripts = captured = 0
     for index, source in enumerate(policy.matrix.sources):
@@ -111,24 +112,48 @@ def build_matrix(policy: Policy, reports: Mapping[int, Sequence[ScriptReport]], 
                 continue
             scripts += 1
             found = suites_from_launches(report.script, report.launches, source, repo_mount)
-            failure = _failure(report, found, source)
-            if failure is not None:
-                failed.append(failure)
+            kind, note = script_kind(report, found, source)
+            if note is not None:
+                kinds[kind].append(note)
             if found:
                 captured += 1
                 suites.extend(found)
     return Matrix(suites=tuple(_unique_ids(suites)), scripts=scripts, captured=captured,
-                  failed=tuple(failed), disabled=tuple(disabled))
+                  failed=tuple(kinds["failed"]), disabled=tuple(disabled), no_entry=tuple(kinds["no_entry"]),
+                  partial=tuple(kinds["partial"]))
 
 
-def _failure(report: ScriptReport, found: list[Suite], source: RecordLaunches) -> CaptureFailure | None:
-    """Why a script yielded no suite, or only the suites before it failed; None when it ran clean."""
+def script_kind(report: ScriptReport, found: list[Suite],
+                source: RecordLaunches) -> tuple[str, CaptureFailure | None]:
+    """"captured" | "partial" | "no_entry" | "failed", with the note that says why (None: ran clean).
+
+    A script that ran to its end without launching the entry is a CI script of another kind (pytest, a
+    server): no failure of capture. One that was stopped before any entry launch is a failure: its suites
+    may be the ones it never reached.
+    """
     if found:
-        return CaptureFailure(report.script, PARTIAL + report.reason) if report.reason else None
-    if report.status == "captured":
-        reason = f"no launch of the entry ({source.entry}) among {len(report.launches)} recorded launch(es)"
-        return CaptureFailure(report.script, f"{reason}; {report.reason}" if report.reason else reason)
-    return CaptureFailure(report.script, report.reason or "no launch recorded")
+        if report.reason and not report.ended:
+            return "partial", CaptureFailure(report.script, PARTIAL + report.reason)
+        return "captured", None
+    if report.ended:
+        return "no_entry", CaptureFailure(report.script, _launched(report, source))
+    return "failed", CaptureFailure(report.script, report.reason or "no launch recorded")
+
+
+def _launched(report: ScriptReport, source: RecordLaunches) -> str:
+    commands = list(dict.fromkeys(_command_name(launch) for launch in report.launches))
+    if not commands:
+        return "ran to its end and launched nothing"
+    shown = ", ".join(commands[:4]) + (f" and {len(commands) - 4} more" if len(commands) > 4 else "")
+    return f"ran to its end; launched {shown}, not the entry ({source.entry})"
+
+
+def _command_name(launch: Mapping[str, Any]) -> str:
+    """The launched program, with the module or script it runs (`python3 -m pytest`, `python3 x.py`)."""
+    words = [str(w) for w in launch.get("argv") or ()][:3]
+    if len(words) >= 3 and words[1] == "-m":
+        return " ".join(words)
+    return " ".join(words[:2]) if len(words) >= 2 and not words[1].startswith("-") else " ".join(words[:1])
 
 
 def _unique_ids(suites: Iterable[Suite]) -> list[Suite]:

@@ -47,19 +47,26 @@ class Matrix:
     suites: tuple[Suite, ...]
     scripts: int  # CI scripts considered (after excluding disabled ones)
     captured: int  # scripts that yielded at least one suite
-    failed: tuple[CaptureFailure, ...] = ()
+    failed: tuple[CaptureFailure, ...] = ()  # scripts that died before launching the entry
     disabled: tuple[str, ...] = ()  # scripts CI does not run (registered with disabled=...)
+    # Scripts that ran to their end without launching the entry (pytest, a server): not a capture failure.
+    no_entry: tuple[CaptureFailure, ...] = ()
+    # Scripts whose suites were recorded and which failed afterwards (checking their own side effects).
+    partial: tuple[CaptureFailure, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {"suites": [s.to_json() for s in self.suites], "scripts": self.scripts,
                 "captured": self.captured, "failed": [asdict(f) for f in self.failed],
-                "disabled": list(self.disabled)}
+                "disabled": list(self.disabled), "no_entry": [asdict(f) for f in self.no_entry],
+                "partial": [asdict(f) for f in self.partial]}
 
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> Matrix:
         return cls(suites=tuple(Suite.from_json(s) for s in raw["suites"]), scripts=raw["scripts"],
                    captured=raw["captured"], failed=tuple(CaptureFailure(**f) for f in raw["failed"]),
-                   disabled=tuple(raw.get("disabled", ())))
+                   disabled=tuple(raw.get("disabled", ())),
+                   no_entry=tuple(CaptureFailure(**f) for f in raw.get("no_entry", ())),
+                   partial=tuple(CaptureFailure(**f) for f in raw.get("partial", ())))
 
 
 @dataclass(frozen=True)

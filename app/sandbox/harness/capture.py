@@ -187,7 +187,7 @@ def script_message(repo: str, script: str, state: str, reason: str | None, launc
         reason = f"after {len(launches)} launch(es): {reason}"
     # `repo` (beyond the protocol's keys) says where launch paths inside the repository start.
     return {"type": "script", "script": script, "status": status, "launches": launches, "reason": reason,
-            "registration": registration or None, "reads": reads, "repo": repo}
+            "registration": registration or None, "reads": reads, "repo": repo, "ended": state == "ended"}
 
 
 def script_argv(command: list[str], script: str) -> list[str]:
