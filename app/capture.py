@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 HARNESS_DIR = Path(__file__).resolve().parent / "sandbox" / "harness"
 # What decides a capture besides the repository: a new harness must not reuse an old harness's matrix.
 CAPTURE_HARNESS_FILES = ("capture.py", "common.py", "fsfakes.py", "stubs.py", "intercept.py",
-                         "intercept_shell.py", "intercept_net.py", "vclock.py", "recbash.sh")
+                         "intercept_shell.py", "intercept_net.py", "vclock.py", "vpaths.py", "recbash.sh")
 SKIPPED_DIRS = frozenset({".git", "__pycache__"})
 MAX_CACHE_ENTRIES = 64  # per policy; the least recently used go first
 

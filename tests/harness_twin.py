@@ -15,7 +15,7 @@ from app.sandbox.runner import SandboxSpec, run_harness
 
 ROOT = Path(__file__).resolve().parents[1]
 HARNESS = ROOT / "app" / "sandbox" / "harness"
-MILES_POLICY = ROOT / "policies" / "radixark" / "miles.yml"
+MILES_POLICY = ROOT / "tests" / "twin" / "policy.yml"
 
 # miles.utils.arguments at its base revision: a provider of options, a plain parser for --train-backend,
 # Megatron's parser (absent: stubbed, then replaced), the HF config (replaced by a fixture) and a validator

@@ -338,7 +338,8 @@ def write_tree(root: Path, files: dict[str, str]) -> None:
 
 
 def miles_policy(**limits: Any) -> Policy:
-    raw = load_policy(POLICIES / "radixark" / "miles.yml").model_dump(mode="json", by_alias=True)
+    twin_policy = POLICIES.parent / "tests" / "twin" / "policy.yml"
+    raw = load_policy(twin_policy).model_dump(mode="json", by_alias=True)
     raw["harness"]["limits"].update({"suite_seconds": SUITE_SECONDS, **limits})
     return Policy.model_validate(raw)
 

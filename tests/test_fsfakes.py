@@ -86,20 +86,73 @@ def test_real_file_wins_over_fixture(tmp_path: Path) -> None:
     assert answers == [{"num_hidden_layers": 2}, {"x": 1}]
 
 
-def test_existing_prefixes_exist_without_content(tmp_path: Path) -> None:
+def test_existing_prefixes_exist_as_readable_files_or_listable_directories(tmp_path: Path) -> None:
+    # The real failure on radixark/miles: `tracker.exists()` was true for
+    # /root/<model>_torch_dist/latest_checkpointed_iteration.txt but `tracker.read_text()` raised.
     answers = run_probe(make_repo(tmp_path), """
-        checks = [os.path.exists("/root/ckpt/iter_0000100"), os.path.isdir("/personal/data"),
-                  os.path.isfile("/root/data.jsonl"), os.path.exists("/root"),
-                  pathlib.Path("/personal/x").is_dir(), pathlib.Path("/root/y").exists(),
-                  os.path.exists("/rootless/file"), os.path.exists("/node_public/a")]
+        tracker = pathlib.Path("/root/Qwen3-4B_torch_dist/latest_checkpointed_iteration.txt")
+        checks = [tracker.exists(), tracker.is_file(), tracker.read_text(), os.path.getsize(tracker),
+                  os.path.isdir("/root/Qwen3-0.6B_torch_dist"), os.listdir("/root/Qwen3-0.6B_torch_dist"),
+                  os.path.exists("/root"), pathlib.Path("/personal/x").is_dir(),
+                  os.path.isfile("/root/data.jsonl"), open("/root/data.jsonl").read(),
+                  os.path.exists("/rootless/file"), os.path.exists("/node_public/a"),
+                  os.path.exists("/root/data.jsonl/inside")]
         try:
-            open("/root/data.jsonl")
-            checks.append("opened")
-        except FileNotFoundError:
-            checks.append("FileNotFoundError")
+            open("/root/models")
+        except IsADirectoryError:
+            checks.append("IsADirectoryError")
+        try:
+            os.listdir("/root/data.jsonl")
+        except NotADirectoryError:
+            checks.append("NotADirectoryError")
         print(json.dumps(checks))
     """)
-    assert answers == [True, True, True, True, True, True, False, False, "FileNotFoundError"]
+    assert answers == [True, True, "", 0, True, [], True, True, True, "", False, False, False,
+                       "IsADirectoryError", "NotADirectoryError"]
+
+
+def test_every_file_api_agrees_on_a_virtual_path(tmp_path: Path) -> None:
+    answers = run_probe(make_repo(tmp_path), """
+        import glob, stat
+        model = "/root/models/qwen"
+        cfg = model + "/config.json"
+        listing = [sorted(os.listdir(model)), sorted(e.name for e in os.scandir(model)),
+                   sorted(p.name for p in pathlib.Path(model).iterdir()), glob.glob(model + "/*.json"),
+                   sorted(str(p) for p in pathlib.Path(model).glob("*")),
+                   glob.glob("/root/models/*/config.json"),
+                   [files for _, _, files in os.walk(model)]]
+        kinds = [stat.S_ISDIR(os.stat(model).st_mode), stat.S_ISREG(os.lstat(cfg).st_mode),
+                 os.path.getsize(cfg) == len(open(cfg).read()), os.access(cfg, os.R_OK),
+                 os.access(cfg, os.W_OK), pathlib.Path(cfg).is_file(), os.path.lexists(cfg)]
+        print(json.dumps([listing, kinds]))
+    """)
+    listing, kinds = answers
+    # A fixture's literal name shows in its directory; a glob over a wildcard directory finds none.
+    assert listing == [["config.json"], ["config.json"], ["config.json"], ["/root/models/qwen/config.json"],
+                       ["/root/models/qwen/config.json"], [], [["config.json"]]]
+    assert kinds == [True, True, True, True, False, True, True]
+
+
+def test_fixture_directories_exist_outside_the_prefixes(tmp_path: Path) -> None:
+    policy = {"fixtures": [{"path": "/data/models/*/config.json", "content": {"x": 1}}]}
+    answers = run_probe(make_repo(tmp_path), """
+        print(json.dumps([os.path.isdir("/data"), os.path.isdir("/data/models/m"),
+                          os.listdir("/data/models/m"), os.path.exists("/data/other/m"),
+                          json.load(open("/data/models/m/config.json"))]))
+    """, policy)
+    assert answers == [True, True, ["config.json"], False, {"x": 1}]
+
+
+def test_glob_star_stays_within_one_segment(tmp_path: Path) -> None:
+    policy = {"fixtures": [{"path": "/root/models/*/config.json", "content": "one"},
+                           {"path": "/root/deep/**/config.json", "content": "deep"}]}
+    answers = run_probe(make_repo(tmp_path), """
+        print(json.dumps([open("/root/models/a/config.json").read(),
+                          os.path.exists("/root/models/a/b/config.json"),
+                          open("/root/deep/config.json").read(), open("/root/deep/a/b/config.json").read()]))
+    """, policy)
+    # `*` does not cross a `/` (the policy names no prefix here, so the nested path does not exist).
+    assert answers == ["one", False, "deep", "deep"]
 
 
 def test_writes_are_not_served(tmp_path: Path) -> None:

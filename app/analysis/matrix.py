@@ -132,7 +132,7 @@ def script_kind(report: ScriptReport, found: list[Suite],
     may be the ones it never reached.
     """
     if found:
-        if report.reason and not report.ended:
+        if report.reason:  # stopped after its launches, or a launch bash could not run: some may be lost
             return "partial", CaptureFailure(report.script, PARTIAL + report.reason)
         return "captured", None
     if report.ended:

@@ -6,9 +6,10 @@ documents every key and a test fails when one is missing there.
 
 from __future__ import annotations
 
-import fnmatch
+import functools
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -46,6 +47,15 @@ class Replacement(_Strict):
     provider_kwarg: str = Field("extra_args_provider",
                                 description="argparse_with_provider: keyword that carries the provider.")
     fixture: str | None = Field(None, description="fixture_namespace: `name` of a harness fixture.")
+    fixture_file: str | None = Field(
+        None, description="fixture_namespace: a file under the directory the call's first argument names "
+                          "(`config.json`): when the harness serves it (a real file or a fixture of its own "
+                          "path), its JSON is the namespace; else the named fixture's.")
+    from_args: dict[str, str] = Field(
+        default_factory=dict,
+        description="fixture_namespace: namespace keys taken from the suite's parsed arguments when they are "
+                    "set (`hidden_size: hidden_size`; `not NAME` negates), over the fixture's values: a CI "
+                    "host's checkpoint matches the model arguments its scripts pass.")
     value: Any = Field(None, description="return_value: the JSON value returned.")
     only_if_missing: bool = Field(True, description="Replace only when the target's top-level module is "
                                                     "absent and stubbed (the usual case for upstream code).")
@@ -54,9 +64,9 @@ class Replacement(_Strict):
 
 
 class Fixture(_Strict):
-    path: str = Field(description="Absolute path pattern (fnmatch: '*' matches any characters, '/' "
-                                  "included) that scripts or validation read and that does not exist in the "
-                                  "sandbox.")
+    path: str = Field(description="Absolute path glob ('*' within one path segment, '**/' across "
+                                  "directories) that scripts or validation read and that does not exist in "
+                                  "the sandbox; the first fixture that matches serves the path.")
     content: Any = Field(description="Served when a matching path is opened: a string as is, anything else "
                                      "as JSON.")
     name: str | None = Field(None, description="Name by which a `fixture_namespace` replacement refers "
@@ -207,10 +217,41 @@ class Policy(_Strict):
 
 
 def path_matches(path: str, pattern: str) -> bool:
-    """Glob match on repo-relative paths where '**/' also matches no directory at all."""
-    if fnmatch.fnmatchcase(path, pattern):
-        return True
-    return "**/" in pattern and fnmatch.fnmatchcase(path, pattern.replace("**/", ""))
+    """Glob match on repo-relative paths: `*` and `?` stay within one segment, `**/` spans directories."""
+    return glob_regex(pattern).match(path) is not None
+
+
+@functools.lru_cache(maxsize=512)
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """A path glob as a regex: `*`, `?` and `[...]` match within one path segment, `**/` any directories
+    (also none), a trailing `**` anything below.
+
+    The sandbox harness holds the same translation (`harness/vpaths.py`: it imports nothing of app); a test
+    keeps the two equal.
+    """
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:[^/]*/)*")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        elif pattern[i] == "[" and "]" in pattern[i + 2:]:
+            end = pattern.index("]", i + 2)
+            body = pattern[i + 1:end]
+            out.append("[" + ("^" + body[1:] if body.startswith("!") else body).replace("\\", "\\\\") + "]")
+            i = end + 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out) + r"\Z")
 
 
 def parse_policy(text: str, source: str) -> Policy:

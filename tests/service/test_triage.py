@@ -26,7 +26,7 @@ from app.store.session import session_scope
 from .conftest import BASE, INCIDENT, MILES, Service, make_service, wait_for
 from .payloads import check_run_event, pull_request_event, sha
 
-POLICY = Path(__file__).resolve().parents[2] / "policies" / "radixark" / "miles.yml"
+POLICY = Path(__file__).resolve().parents[2] / "tests" / "twin" / "policy.yml"
 WEAKENED = ('version: 1\nvalidation:\n  paths: ["nothing/at/all"]\n'
             '  entry: "miles.utils.arguments:parse_args"\n')
 

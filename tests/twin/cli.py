@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 PROJECT = Path(__file__).resolve().parents[2]
-MILES_POLICY = PROJECT / "policies" / "radixark" / "miles.yml"
+MILES_POLICY = PROJECT / "tests" / "twin" / "policy.yml"
 
 
 @dataclass(frozen=True)

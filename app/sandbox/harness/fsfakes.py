@@ -1,57 +1,65 @@
-"""File fakes for harness programs: policy fixtures served, CI-host paths made to exist, repo reads recorded.
+"""File fakes for harness programs: the virtual CI-host paths served to every file API, repo reads recorded.
 
 Runs INSIDE the sandbox next to the repository's code: imports nothing of `app`, only the standard library.
 Scripts and validation code look at files that exist on CI hosts only (`/root/models/<m>/config.json`,
-checkpoints under `/root/`); the policy says what stands in for them. Every repository file the process
-reads is recorded so that a cached result can be reused exactly while those files are unchanged.
+checkpoints under `/root/`); `vpaths` decides what stands in for them, and this module serves that answer
+through `open`, `os.stat`/`lstat` (and so `exists`, `isfile`, `isdir`, `getsize` and pathlib's), `os.listdir`,
+`os.scandir` (and so `glob`, `os.walk`, `Path.iterdir`, `Path.glob`) and `os.access` alike: a path that exists
+can be read or listed. Writes there (`makedirs`, `open(..., "w")`) land in an overlay under /tmp and are
+read back; removals (`os.remove`, `rmtree`) hide the path. Every repository file the process reads is
+recorded so that a cached result can be reused exactly while those files are unchanged.
 """
 
 from __future__ import annotations
 
 import builtins
-import fnmatch
-import genericpath
+import errno
 import io
 import os
-import pathlib
-import posixpath
+import shutil
+import stat
 import sys
-from typing import Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # inside the sandbox the harness directory is on sys.path, siblings are top-level modules
+    from app.sandbox.harness import vpaths
+else:
+    import vpaths
 
 _repo_prefix = ""
-_fixtures: list[tuple[str, str]] = []  # (absolute path pattern, served text)
-_existing_prefixes: tuple[str, ...] = ()
+_virtual = vpaths.VirtualPaths({})
 _reads: set[str] = set()
+_removed: set[str] = set()  # virtual paths the process deleted: gone, with everything below them
 _installed = False
+OVERLAY = "/tmp/.prtriage-overlay"  # where writes to virtual paths land (the sandbox's /tmp is scratch)
 
 _real_open = builtins.open
-_real_exists = genericpath.exists
-_real_isfile = genericpath.isfile
-_real_isdir = genericpath.isdir
-_real_path_open = pathlib.Path.open
-_real_path_exists = pathlib.Path.exists
-_real_path_is_file = pathlib.Path.is_file
-_real_path_is_dir = pathlib.Path.is_dir
+_real_stat = os.stat
+_real_lstat = os.lstat
+_real_listdir = os.listdir
+_real_scandir = os.scandir
+_real_access = os.access
+_real_mkdir = os.mkdir
+_real_remove = os.remove
+_real_rmdir = os.rmdir
+_real_rmtree = shutil.rmtree
 
 
 def install(repo: str, harness_policy: dict[str, Any]) -> None:
-    """Serve fixtures, make CI-host prefixes exist and start recording repository reads. Idempotent."""
-    global _repo_prefix, _fixtures, _existing_prefixes, _installed
+    """Serve the virtual paths and start recording repository reads. Idempotent."""
+    global _repo_prefix, _virtual, _installed
     _repo_prefix = os.path.abspath(repo).rstrip("/") + "/"
-    _fixtures = [(f["path"], _fixture_text(f.get("content"))) for f in harness_policy.get("fixtures") or []]
-    _existing_prefixes = tuple(harness_policy.get("existing_path_prefixes") or ())
+    _virtual = vpaths.VirtualPaths(harness_policy)
     if _installed:
         return
     _installed = True
     sys.addaudithook(_on_audit)
-    fakes: list[tuple[Any, str, Any]] = [(builtins, "open", _open), (io, "open", _open)]
-    for module in (genericpath, posixpath):
-        fakes += [(module, "exists", _exists), (module, "isfile", _isfile), (module, "isdir", _isdir)]
-    for owner, name, fake in fakes:
+    for owner, name, fake in ((builtins, "open", _open), (io, "open", _open), (os, "stat", _stat),
+                              (os, "lstat", _lstat), (os, "listdir", _listdir), (os, "scandir", _scandir),
+                              (os, "access", _access), (os, "mkdir", _mkdir), (os, "remove", _remove),
+                              (os, "unlink", _remove), (os, "rmdir", _rmdir), (shutil, "rmtree", _rmtree)):
         setattr(owner, name, fake)
-    for name, method in (("open", _path_open), ("exists", _path_exists), ("is_file", _path_is_file),
-                         ("is_dir", _path_is_dir)):
-        setattr(pathlib.Path, name, method)
 
 
 def reads() -> set[str]:
@@ -71,31 +79,59 @@ def record_read(path: str) -> None:
         _reads.add(relative)
 
 
-def fixture_text(path: str) -> str | None:
-    """The content served for `path`, when a fixture matches it and the real file is absent."""
-    if not _fixtures:
+def virtual_node(target: Any) -> vpaths.Node | None:
+    """What the harness makes of an absent path (None for a real path, a descriptor or no path)."""
+    absolute = _absent(target)
+    if absolute is None or _exists_really(OVERLAY + absolute) or _is_removed(absolute):
         return None
-    absolute = os.path.abspath(path)
-    for pattern, text in _fixtures:
-        if fnmatch.fnmatchcase(absolute, pattern):
-            return None if _real_exists(absolute) else text
-    return None
+    return _virtual.node(absolute)
 
 
-def counts_as_existing(path: str) -> bool:
-    """Under one of the policy's CI-host prefixes (the prefix directory itself included)."""
-    if not _existing_prefixes:
+def _absent(target: Any) -> str | None:
+    """The normalised absolute path of a path that does not really exist, when fakes are at work."""
+    path = _as_path(target)
+    if path is None or not (_virtual.fixtures or _virtual.prefixes):
+        return None
+    absolute = vpaths.normalised(path)
+    try:
+        _real_lstat(absolute)
+        return None
+    except OSError:
+        return absolute
+
+
+def _exists_really(path: str) -> bool:
+    try:
+        _real_lstat(path)
+    except OSError:
         return False
-    absolute = os.path.abspath(path)
-    return any(absolute.startswith(p) or absolute == p.rstrip("/") for p in _existing_prefixes)
+    return True
 
 
-def _fixture_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    import json  # only for non-string fixtures, i.e. rarely
+def _is_removed(absolute: str) -> bool:
+    return any(absolute == gone or absolute.startswith(gone + "/") for gone in _removed)
 
-    return json.dumps(content)
+
+def _in_overlay(target: Any) -> str | None:
+    """Where an absent path lives once written: its overlay copy, when it exists."""
+    absolute = _absent(target)
+    if absolute is None or not _exists_really(OVERLAY + absolute):
+        return None
+    return OVERLAY + absolute
+
+
+def _writable(target: Any) -> str | None:
+    """The overlay path a write to `target` goes to: an absent path in a (virtual) directory."""
+    absolute = _absent(target)
+    if absolute is None:
+        return None
+    parent = os.path.dirname(absolute)
+    parent_node = virtual_node(parent)
+    if not (parent_node is not None and parent_node.kind == "dir") and _in_overlay(parent) is None:
+        return None
+    os.makedirs(OVERLAY + parent, exist_ok=True)
+    _removed.difference_update({absolute})
+    return OVERLAY + absolute
 
 
 def _as_path(target: Any) -> str | None:
@@ -130,7 +166,7 @@ def _on_audit(event: str, args: tuple[Any, ...]) -> None:
         if not _opens_for_reading(mode, flags):
             return
         relative = _repo_relative(path)
-        if relative is not None and not _real_isdir(_repo_prefix + relative):
+        if relative is not None and not os.path.isdir(_repo_prefix + relative):
             _reads.add(relative)
     except Exception:  # an audit hook that raises would break the open it watches
         return
@@ -144,64 +180,178 @@ def _opens_for_reading(mode: Any, flags: Any) -> bool:
     return True
 
 
-def _serve(target: Any, mode: str, encoding: str | None, newline: str | None) -> io.IOBase | None:
-    path = _as_path(target)
-    if path is None or any(c in mode for c in "wax+"):
-        return None
-    text = fixture_text(path)
-    if text is None:
-        return None
-    if "b" in mode:
-        return io.BytesIO(text.encode(encoding or "utf-8"))
-    return io.StringIO(text, newline=newline)
-
-
 def _open(file: Any, mode: str = "r", buffering: int = -1, encoding: str | None = None,
           errors: str | None = None, newline: str | None = None, closefd: bool = True,
           opener: Any = None) -> Any:
-    served = _serve(file, mode, encoding, newline)
-    if served is not None:
-        return served
-    return _real_open(file, mode, buffering, encoding, errors, newline, closefd, opener)
+    writing = any(c in mode for c in "wax+")
+    redirected = _in_overlay(file) or (_writable(file) if writing else None)
+    if redirected is not None:
+        return _real_open(redirected, mode, buffering, encoding, errors, newline, closefd, opener)
+    node = None if writing else virtual_node(file)
+    if node is None:
+        return _real_open(file, mode, buffering, encoding, errors, newline, closefd, opener)
+    if node.kind == "dir":
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), _as_path(file))
+    if "b" in mode:
+        return io.BytesIO(node.text.encode(encoding or "utf-8"))
+    return io.StringIO(node.text, newline=newline)
 
 
-def _exists(path: Any) -> bool:
-    return _real_exists(path) or _fake_file(path) or _fake_prefix(path)
+def _fake_stat(node: vpaths.Node) -> os.stat_result:
+    if node.kind == "dir":
+        return os.stat_result((stat.S_IFDIR | 0o755, 0, 0, 2, 0, 0, 4096, 0, 0, 0))
+    return os.stat_result((stat.S_IFREG | 0o644, 0, 0, 1, 0, 0, len(node.text.encode()), 0, 0, 0))
 
 
-def _isfile(path: Any) -> bool:
-    return _real_isfile(path) or _fake_file(path) or _fake_prefix(path)
+def _stat(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+    return _stat_with(_real_stat, path, *args, **kwargs)
 
 
-def _isdir(path: Any) -> bool:
-    return _real_isdir(path) or _fake_prefix(path)
+def _lstat(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+    return _stat_with(_real_lstat, path, *args, **kwargs)
 
 
-def _fake_file(path: Any) -> bool:
-    text = _as_path(path)
-    return text is not None and fixture_text(text) is not None
+def _stat_with(real: Any, path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+    try:
+        return real(path, *args, **kwargs)
+    except OSError:
+        if kwargs.get("dir_fd") is not None:
+            raise
+        redirected = _in_overlay(path)
+        if redirected is not None:
+            return real(redirected)
+        node = virtual_node(path)
+        if node is None:
+            raise
+        return _fake_stat(node)
 
 
-def _fake_prefix(path: Any) -> bool:
-    text = _as_path(path)
-    return text is not None and counts_as_existing(text)
+def _listed(path: Any) -> vpaths.Node | None:
+    """The virtual directory `path` names; NotADirectoryError for a virtual file."""
+    node = virtual_node(path)
+    if node is not None and node.kind == "file":
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), _as_path(path))
+    return node
 
 
-def _path_open(self: pathlib.Path, mode: str = "r", buffering: int = -1, encoding: str | None = None,
-               errors: str | None = None, newline: str | None = None) -> Any:
-    served = _serve(self, mode, encoding, newline)
-    if served is not None:
-        return served
-    return _real_path_open(self, mode, buffering, encoding, errors, newline)
+def _names(path: Any) -> list[str] | None:
+    """The names in a virtual directory: its fixtures' and what was written there; None if not virtual."""
+    redirected = _in_overlay(path)
+    node = _listed(path)
+    if redirected is None and node is None:
+        return None
+    absolute = vpaths.normalised(_as_path(path) or ".")
+    written = _real_listdir(redirected) if redirected is not None else []
+    shown = [n for n in (node.children if node else ()) if not _is_removed(f"{absolute}/{n}")]
+    return list(dict.fromkeys([*shown, *written]))
 
 
-def _path_exists(self: pathlib.Path, **kwargs: Any) -> bool:
-    return _real_path_exists(self, **kwargs) or _fake_file(self) or _fake_prefix(self)
+def _listdir(path: Any = ".") -> list[Any]:
+    names = _names(path)
+    if names is None:
+        return _real_listdir(path)
+    return [os.fsencode(n) for n in names] if isinstance(path, bytes) else names
 
 
-def _path_is_file(self: pathlib.Path) -> bool:
-    return _real_path_is_file(self) or _fake_file(self) or _fake_prefix(self)
+def _scandir(path: Any = ".") -> Any:
+    names = _names(path)
+    if names is None:
+        return _real_scandir(path)
+    directory = _as_path(path) or "."
+    return _VirtualScandir([_VirtualEntry(directory, name) for name in names])
 
 
-def _path_is_dir(self: pathlib.Path) -> bool:
-    return _real_path_is_dir(self) or _fake_prefix(self)
+def _mkdir(path: Any, mode: int = 0o777, *args: Any, **kwargs: Any) -> None:
+    if kwargs.get("dir_fd") is None and (virtual_node(path) is not None or _in_overlay(path) is not None):
+        raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), _as_path(path))
+    redirected = _writable(path) if kwargs.get("dir_fd") is None else None
+    _real_mkdir(redirected or path, mode, *args, **kwargs)
+
+
+def _remove(path: Any, *args: Any, **kwargs: Any) -> None:
+    if not _hide(path, "file"):
+        _real_remove(path, *args, **kwargs)
+
+
+def _rmdir(path: Any, *args: Any, **kwargs: Any) -> None:
+    if not _hide(path, "dir"):
+        _real_rmdir(path, *args, **kwargs)
+
+
+def _rmtree(path: Any, *args: Any, **kwargs: Any) -> None:
+    if not _hide(path, None):
+        _real_rmtree(path, *args, **kwargs)
+
+
+def _hide(target: Any, kind: str | None) -> bool:
+    """Remove a virtual path (its overlay copy too): True when it was one, False for a real path."""
+    absolute = _absent(target)
+    node = virtual_node(target) if absolute is not None else None
+    redirected = _in_overlay(target)
+    if node is None and redirected is None:
+        return False
+    if kind is not None and node is not None and node.kind != kind:
+        code = errno.EISDIR if kind == "file" else errno.ENOTDIR
+        raise OSError(code, os.strerror(code), _as_path(target))
+    if redirected is not None:
+        if stat.S_ISDIR(_real_lstat(redirected).st_mode):
+            _real_rmtree(redirected)
+        else:
+            _real_remove(redirected)
+    _removed.add(str(absolute))
+    return True
+
+
+def _access(path: Any, mode: int, *args: Any, **kwargs: Any) -> bool:
+    if _real_access(path, mode, *args, **kwargs):
+        return True
+    node = virtual_node(path) if not kwargs.get("dir_fd") else None
+    return node is not None and not mode & os.W_OK
+
+
+class _VirtualEntry:
+    """An `os.DirEntry` for a name a fixture puts in a virtual directory (always a file)."""
+
+    def __init__(self, directory: str, name: str) -> None:
+        self.name = name
+        self.path = os.path.join(directory, name)
+
+    def is_dir(self, *, follow_symlinks: bool = True) -> bool:
+        return os.path.isdir(self.path)
+
+    def is_file(self, *, follow_symlinks: bool = True) -> bool:
+        return os.path.isfile(self.path)
+
+    def is_symlink(self) -> bool:
+        return False
+
+    def stat(self, *, follow_symlinks: bool = True) -> os.stat_result:
+        return _stat(self.path)
+
+    def inode(self) -> int:
+        return 0
+
+    def __fspath__(self) -> str:
+        return self.path
+
+
+class _VirtualScandir:
+    """What `os.scandir` returns: an iterator that is also a context manager."""
+
+    def __init__(self, entries: list[_VirtualEntry]) -> None:
+        self._entries: Iterator[_VirtualEntry] = iter(entries)
+
+    def __iter__(self) -> Iterator[_VirtualEntry]:
+        return self._entries
+
+    def __next__(self) -> _VirtualEntry:
+        return next(self._entries)
+
+    def __enter__(self) -> _VirtualScandir:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        return None
+
+    def close(self) -> None:
+        return None

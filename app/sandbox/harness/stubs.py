@@ -9,6 +9,7 @@ it, so third-party code probing an optional dependency still sees its ImportErro
 from __future__ import annotations
 
 import abc
+import argparse
 import copy
 import functools
 import importlib
@@ -17,6 +18,7 @@ import importlib.machinery
 import os
 import sys
 import types
+import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any, cast
 
@@ -28,6 +30,9 @@ _stub_attributes: dict[str, Any] = {}
 _forced: frozenset[str] = frozenset()
 _real: frozenset[str] = frozenset()
 _importlib_dir = os.path.dirname(importlib.__file__) + "/"
+# Parsers handed to absent code (`ServerArgs.add_cli_args(parser)`): the options it would have added are
+# missing, so a strict parse of them must tolerate what that code owns.
+_fed_parsers: weakref.WeakSet[argparse.ArgumentParser] = weakref.WeakSet()
 
 
 class MissingRealPackage(ImportError):
@@ -71,6 +76,17 @@ def is_missing(module_name: str) -> bool:
         return False
     return not any(f.find_spec(top, None) for f in sys.meta_path
                    if not isinstance(f, _StubFinder) and hasattr(f, "find_spec"))
+
+
+def fed_absent_code(parser: argparse.ArgumentParser) -> bool:
+    """`parser` was passed to a stub, which would have added options to it."""
+    return parser in _fed_parsers
+
+
+def _note_parsers(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, argparse.ArgumentParser):
+            _fed_parsers.add(value)
 
 
 def stub_module(module_name: str) -> types.ModuleType:
@@ -213,9 +229,20 @@ class StubMeta(abc.ABCMeta):
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
         if cls.__dict__.get(STUB_MARK) is not True:
             return super().__call__(*args, **kwargs)  # a repository subclass: construct it for real
+        _note_parsers(args, kwargs)
         if _is_decoration(args, kwargs):
             return args[0]
         return Stub.__new__(cast("type[Stub]", cls))
+
+    def register(cls, *args: Any, **kwargs: Any) -> Any:
+        """Registries of absent libraries accept anything (`AutoConfig.register("glm", C, exist_ok=True)`).
+
+        ABCMeta's own `register(subclass)` would shadow the stub's attribute and reject those arguments;
+        it still serves a repository ABC that derives from a stub and registers one class.
+        """
+        if not kwargs and len(args) == 1 and isinstance(args[0], type) and not _is_stub_class(cls):
+            return super().register(args[0])
+        return args[-1] if args and isinstance(args[-1], type) else None
 
     def __getitem__(cls, key: Any) -> Any:
         return cls  # Tensor["batch"], generic-looking hints
@@ -243,6 +270,10 @@ _DECORATED = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, t
 def _is_decoration(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     return (not kwargs and len(args) == 1
             and isinstance(args[0], _DECORATED))
+
+
+def _is_stub_class(cls: type) -> bool:
+    return cls.__dict__.get(STUB_MARK) is True
 
 
 def _new_stub_class(name: str, module: str, qualname: str) -> StubMeta:
@@ -276,6 +307,7 @@ class Stub:
         return getattr(type(self), name)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        _note_parsers(args, kwargs)
         return args[0] if _is_decoration(args, kwargs) else self
 
     def __bool__(self) -> bool:

@@ -27,6 +27,7 @@ else:
 
 _NUMBER = re.compile(r"^-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 _ARGPARSE_FILE = argparse.__file__
+_parsed: list[argparse.Namespace] = []  # what the stand-in parser returned last: the suite's arguments
 
 
 class ReplacementError(Exception):
@@ -68,8 +69,19 @@ def install_argparse_patches(repo: str, attribute_defaults: dict[str, Any]) -> N
         ledger.defined_options.update(self._option_string_actions)
         return real_parse_known_args(self, args, namespace)
 
+    real_parse_args = argparse.ArgumentParser.parse_args
+
+    def parse_args(self: argparse.ArgumentParser, args: Any = None, namespace: Any = None) -> Any:
+        if not stubs.fed_absent_code(self):
+            return real_parse_args(self, args, namespace)
+        # Absent code (SGLang's ServerArgs.add_cli_args) would have defined options here: tolerate them.
+        parsed, unknown = self.parse_known_args(args, namespace)
+        set_unknown_flags(parsed, unknown)
+        return parsed
+
     parse_known_args.__prtriage__ = True  # type: ignore[attr-defined]
     argparse.ArgumentParser.parse_known_args = parse_known_args  # type: ignore[method-assign]
+    argparse.ArgumentParser.parse_args = parse_args  # type: ignore[method-assign]
     argparse.ArgumentParser.error = _parser_error  # type: ignore[method-assign,assignment]
     argparse.ArgumentParser.exit = _parser_exit  # type: ignore[method-assign,assignment]
     argparse.Namespace.__getattr__ = _namespace_miss  # type: ignore[method-assign]
@@ -243,7 +255,8 @@ def _make_stand_in(replacement: dict[str, Any], fixtures: dict[str, Any],
         if name not in fixtures:
             raise ReplacementError(f"replacement {replacement['target']!r} names fixture {name!r}, which "
                                    "harness.fixtures does not define")
-        return _fixture_namespace(fixtures[name])
+        return _fixture_namespace(fixtures[name], replacement.get("fixture_file"),
+                                  dict(replacement.get("from_args") or {}))
     if kind == "return_value":
         value = replacement.get("value")
         return lambda *args, **kwargs: copy.deepcopy(value)
@@ -267,19 +280,56 @@ def _argparse_with_provider(provider_kwarg: str, defaults: dict[str, Any]) -> Ca
         for name, value in defaults.items():
             if name not in present:
                 setattr(namespace, name, copy.deepcopy(value))
+        _parsed[:] = [namespace]
         return namespace
 
     return parse_args
 
 
-def _fixture_namespace(content: Any) -> Callable[..., Any]:
+def _fixture_namespace(content: Any, fixture_file: str | None,
+                       from_args: dict[str, str]) -> Callable[..., Any]:
+    default = _json_object(content)
+
+    def load(*args: Any, **kwargs: Any) -> FixtureNamespace:
+        served = _served_json(args[0], fixture_file) if fixture_file and args else None
+        mapping = served if served is not None else copy.deepcopy(default)
+        for key, source in from_args.items():
+            present, value = _argument(source)
+            if present:
+                mapping[key] = value
+        return FixtureNamespace(mapping)
+
+    return load
+
+
+def _json_object(content: Any) -> dict[str, Any]:
     if isinstance(content, str):
         try:
             content = json.loads(content)
         except ValueError:
             content = {}
-    mapping = content if isinstance(content, dict) else {}
-    return lambda *args, **kwargs: FixtureNamespace(copy.deepcopy(mapping))
+    return content if isinstance(content, dict) else {}
+
+
+def _served_json(directory: Any, name: str) -> dict[str, Any] | None:
+    """The JSON object the harness serves at `directory/name` (a real file or a fixture), if any."""
+    try:
+        with open(os.path.join(os.fspath(directory), name)) as handle:  # fsfakes serves fixtures here
+            text = handle.read()
+    except (OSError, TypeError):
+        return None
+    loaded = _json_object(text)
+    return loaded or None
+
+
+def _argument(source: str) -> tuple[bool, Any]:
+    """(present, value) of `name` or `not name` in the namespace the stand-in parser last returned."""
+    negate = source.startswith("not ")
+    name = source[4:].strip() if negate else source.strip()
+    if not _parsed or name not in vars(_parsed[0]):
+        return False, None
+    value = vars(_parsed[0])[name]
+    return True, (not value if negate and value is not None else value)
 
 
 class FixtureNamespace:

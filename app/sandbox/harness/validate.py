@@ -36,7 +36,7 @@ else:
     import tolerant
 
 HARNESS_MODULES = ("common", "envprobe", "fsfakes", "leader", "linewatch", "record", "stubs", "suiterun",
-                   "tolerant")
+                   "tolerant", "vpaths")
 
 
 class Job:
