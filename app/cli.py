@@ -1,6 +1,7 @@
 """The `prtriage` command line: one small function per subcommand, exit status by the INTERFACES contract.
 
-0 no blocking finding, 1 blocking findings, 2 bad usage or invalid policy, 3 the analysis could not run.
+0 no blocking finding, 1 blocking findings, 2 bad usage or invalid policy, 3 the analysis could not run, or
+ran blind (its health: docs/policy.md, "health").
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from app.sandbox.runner import SandboxUnavailable
 
 EXIT_OK, EXIT_BLOCKING, EXIT_USAGE, EXIT_CANNOT_RUN = 0, 1, 2, 3
 EXIT_STATUS_HELP = ("exit status: 0 no blocking finding, 1 blocking findings, 2 bad usage or invalid policy, "
-                    "3 the analysis could not run")
+                    "3 the analysis could not run or could not see (its health)")
 REPO_POLICY = ".github/pr-triage.yml"
 
 
@@ -256,6 +257,8 @@ def check_command(args: argparse.Namespace) -> int:
                        cache_dir=cache_dir, allow_unsandboxed=args.allow_unsandboxed,
                        progress=progress_printer(args.progress))
     sys.stdout.write(render(report, args.format))
+    if not report.could_analyse:  # blind: never 0, and not 1 either, whatever the findings say
+        return EXIT_CANNOT_RUN
     return EXIT_BLOCKING if report.blocking else EXIT_OK
 
 

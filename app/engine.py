@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.analysis.diff import TreeDiff, diff_trees
+from app.analysis.health import assess
 from app.analysis.model import Matrix, Suite, SuiteResult
 from app.analysis.policy import Policy
 from app.analysis.report import CheckReport, Timing
@@ -58,11 +59,13 @@ def run_check(base_tree: Path, head_tree: Path, policy: Policy, *, base_sha: str
         raise AnalysisError(str(exc)) from None
     require_loadable(matrix, base.results, head.results)
     findings = verdict(matrix, base.results, head.results, diff, policy, traced=trace)
+    health = assess(matrix, base.results, head.results, trace,
+                    max_base_failures=policy.health.max_base_failures, fail_open=policy.health.fail_open)
     timing = Timing(capture_s=capture_s, base_s=base.seconds, head_s=head.seconds,
                     total_s=time.monotonic() - started)
     return CheckReport(base_sha, head_sha, validation_changed=True, changed_paths=changed, matrix=matrix,
                        base=base.results, head=head.results, findings=tuple(findings), capture_cached=cached,
-                       sandboxed=base.sandboxed and head.sandboxed, timing=timing)
+                       sandboxed=base.sandboxed and head.sandboxed, timing=timing, health=health)
 
 
 def require_sandbox(allow_unsandboxed: bool) -> None:

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from app.analysis.health import assess, summary_line
+from app.analysis.health import assess, describe, summary_line
 from app.analysis.model import CaptureFailure, Matrix, Outcome, Suite, SuiteResult
 from app.analysis.policy import PolicyError, parse_policy
 
@@ -45,24 +45,38 @@ def test_a_base_that_accepts_every_suite_is_healthy() -> None:
 
 def test_base_failures_up_to_the_threshold_are_healthy_beyond_it_could_not_analyse() -> None:
     m = matrix(20)
-    two = assess(m, results(m, NO_FILE, STUB), results(m), {})
+    two = assess(m, results(m, NO_FILE, STUB), results(m, NO_FILE, STUB), {})
     assert two.could_analyse and (two.base_rejected, two.base_errors) == (1, 1)  # 10%: at the limit
-    three = assess(m, results(m, NO_FILE, NO_FILE_B, STUB), results(m), {})
+    three = assess(m, results(m, NO_FILE, NO_FILE_B, STUB), {}, {})
     assert not three.could_analyse
     assert "3 of 20 CI suites (15%, more than the policy's 10%)" in three.reason
     assert "most common base error: FileNotFoundError: [Errno 2] No such file: '/root/models/a/gen.json' " \
            f"at {ARGS}:7" in three.reason
-    strict = assess(m, results(m, NO_FILE), results(m), {}, max_base_failures=0.0)
+    strict = assess(m, results(m, NO_FILE), {}, {}, max_base_failures=0.0)
     assert not strict.could_analyse
+
+
+def test_base_failures_the_head_accepts_are_the_base_s_own_breakage_not_blindness() -> None:
+    m = matrix(10)
+    # a revert: its base rejects five suites CI broke on, its head accepts them again
+    revert = assess(m, results(m, *[NO_FILE] * 5), results(m), {})
+    assert revert.could_analyse and (revert.base_rejected, revert.fixed_at_head) == (5, 5)
+    assert revert.failure_share == 0.0
+    both = assess(m, results(m, *[NO_FILE] * 5), results(m, NO_FILE, NO_FILE), {})
+    assert not both.could_analyse and both.fixed_at_head == 3
+    assert "on 2 of 10 CI suites (and 3 the head accepts) (20%" in both.reason
+    # one revision alone (doctor): every base failure counts
+    assert not assess(m, results(m, *[NO_FILE] * 5), {}, {}).could_analyse
 
 
 def test_base_errors_are_grouped_by_exception_and_line_most_common_first() -> None:
     m = matrix(5)
     health = assess(m, results(m, STUB, NO_FILE, NO_FILE_B, STUB, NO_FILE), results(m), {})
     first, second = health.errors
-    assert (first.exception, first.where, first.count) == ("FileNotFoundError", f"{ARGS}:7", 3)
-    assert first.message == NO_FILE.message  # the first suite's message stands for its group
-    assert (second.outcome, second.exception, second.where, second.count) == ("error", "TypeError", "", 2)
+    assert (first.example, first.count) == (NO_FILE, 3)  # the first suite's message stands for its group
+    assert (second.example, second.count) == (STUB, 2)
+    assert describe(first.example) == f"FileNotFoundError: {NO_FILE.message} at {ARGS}:7"
+    assert describe(STUB) == "TypeError: '_Stub' object is not iterable"
     assert [f.suite for f in health.base_failures] == [s.id for s in m.suites]
     assert health.accepted_share == 0.0
 
@@ -92,14 +106,14 @@ def test_the_summary_counts_scripts_by_kind() -> None:
              "no_entry": (CaptureFailure("tests/test_p.py", "pytest"),),
              "partial": (CaptureFailure("tests/test_0.py", "failed after"),)}
     m = matrix(4, **kinds)
-    health = assess(m, results(m, NO_FILE), results(m), {})
+    health = assess(m, results(m, NO_FILE), {}, {})
     assert summary_line(health) == ("4 suites from 4 of 6 scripts (1 disabled, 1 launch no entry, 1 failed, "
                                     "1 partial); base accepts 3/4 (75%), rejects 1, errors 0")
 
 
 def test_json_carries_every_figure() -> None:
     m = matrix(2, failed=(CaptureFailure("tests/test_f.py", "died"),))
-    document = json.loads(json.dumps(assess(m, results(m, NO_FILE), results(m), {}).to_json()))
+    document = json.loads(json.dumps(assess(m, results(m, NO_FILE), {}, {}).to_json()))
     assert document["could_analyse"] is False and document["suites"] == 2
     assert document["base"] == {"accepted": 1, "rejected": 1, "error": 0, "accepted_share": 0.5}
     assert document["scripts"]["failed"] == [{"script": "tests/test_f.py", "reason": "died"}]

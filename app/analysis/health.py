@@ -1,7 +1,8 @@
 """How much of the repository the analysis really saw: the base's acceptance of the suites CI starts.
 
 Every suite GPU CI starts passes the base revision's validation, so a suite the base rejects (or errors on)
-is the harness's own blindness, not the repository's. Past the policy's share of such suites, or when the
+is the harness's own blindness, not the repository's, unless the head accepts it: then the harness saw it,
+and the base is really broken (a revert's base). Past the policy's share of blind suites, or when the
 changed lines ran for no suite because every suite died before them, the answer is "could not analyse",
 never a pass.
 """
@@ -22,25 +23,23 @@ NOT_VALIDATED = Outcome("error", message="not validated")
 class ErrorGroup:
     """Suites the base failed on in the same way: one exception at one line (or with one message)."""
 
-    outcome: str  # "rejected" or "error"
-    exception: str | None
-    message: str | None  # the first suite's; others at the same line may differ in their values
-    path: str | None
-    line: int | None
+    example: Outcome  # the first suite's; others at the same line may differ in their values
     count: int
 
-    @property
-    def where(self) -> str:
-        if self.path is None:
-            return ""
-        return self.path if self.line is None else f"{self.path}:{self.line}"
-
-    def describe(self) -> str:
-        what = ": ".join(part for part in (self.exception, self.message) if part) or self.outcome
-        return f"{what} at {self.where}" if self.where else what
-
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**self.example.to_json(), "count": self.count}
+
+
+def where(outcome: Outcome) -> str:
+    if outcome.path is None:
+        return ""
+    return outcome.path if outcome.line is None else f"{outcome.path}:{outcome.line}"
+
+
+def describe(outcome: Outcome) -> str:
+    """'FileNotFoundError: [Errno 2] … at pkg/arguments.py:7'."""
+    what = ": ".join(part for part in (outcome.exception, outcome.message) if part) or outcome.outcome
+    return f"{what} at {where(outcome)}" if where(outcome) else what
 
 
 @dataclass(frozen=True)
@@ -68,9 +67,11 @@ class Health:
     base_errors: int
     errors: tuple[ErrorGroup, ...]  # the base's failures grouped, most common first
     base_failures: tuple[BaseFailure, ...]  # every suite the base rejects or errors on
+    fixed_at_head: int  # base failures the head accepts: seen by the harness, the base's own breakage
     lines_changed: bool  # changed validation statements were traced
     lines_reached: bool  # some suite ran one of them at the head
     max_base_failures: float
+    fail_open: bool  # the App's check run when blind: neutral (true) or action_required (false)
     could_analyse: bool
     reason: str
 
@@ -80,7 +81,9 @@ class Health:
 
     @property
     def failure_share(self) -> float:
-        return (self.base_rejected + self.base_errors) / self.suites if self.suites else 1.0
+        """The share of suites the harness could not see: failing at base, not accepted at head."""
+        blind = self.base_rejected + self.base_errors - self.fixed_at_head
+        return blind / self.suites if self.suites else 1.0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -91,16 +94,17 @@ class Health:
                         "failed": [asdict(f) for f in self.failed], "disabled": list(self.disabled)},
             "base": {"accepted": self.base_accepted, "rejected": self.base_rejected,
                      "error": self.base_errors, "accepted_share": round(self.accepted_share, 4)},
-            "max_base_failures": self.max_base_failures,
+            "max_base_failures": self.max_base_failures, "fail_open": self.fail_open,
             "errors": [group.to_json() for group in self.errors],
             "base_failures": [failure.to_json() for failure in self.base_failures],
-            "lines_changed": self.lines_changed, "lines_reached": self.lines_reached,
+            "fixed_at_head": self.fixed_at_head, "lines_changed": self.lines_changed,
+            "lines_reached": self.lines_reached,
         }
 
 
 def assess(matrix: Matrix, base: Mapping[str, SuiteResult], head: Mapping[str, SuiteResult],
            traced: Mapping[str, Sequence[int]], *,
-           max_base_failures: float = DEFAULT_MAX_BASE_FAILURES) -> Health:
+           max_base_failures: float = DEFAULT_MAX_BASE_FAILURES, fail_open: bool = False) -> Health:
     """The health of one analysis; HEAD and TRACED empty when one revision alone was validated (doctor)."""
     outcomes = {s.id: _outcome(base, s.id) for s in matrix.suites}
     failures = tuple(BaseFailure(suite, outcome) for suite, outcome in outcomes.items()
@@ -114,8 +118,11 @@ def assess(matrix: Matrix, base: Mapping[str, SuiteResult], head: Mapping[str, S
         base_accepted=len(outcomes) - len(failures),
         base_rejected=sum(1 for f in failures if f.outcome.outcome == "rejected"),
         base_errors=sum(1 for f in failures if f.outcome.outcome == "error"),
-        errors=group_errors(failures), base_failures=failures, lines_changed=lines_changed,
-        lines_reached=lines_reached, max_base_failures=max_base_failures, could_analyse=True, reason="")
+        errors=group_errors(failures), base_failures=failures,
+        fixed_at_head=sum(1 for f in failures if _outcome(head, f.suite).outcome == "accepted"),
+        lines_changed=lines_changed,
+        lines_reached=lines_reached, max_base_failures=max_base_failures, fail_open=fail_open,
+        could_analyse=True, reason="")
     blind = _blindness(measured, unexercised=lines_changed and not lines_reached and died_before)
     if blind is None:
         return replace(measured, reason=_seen(measured))
@@ -135,9 +142,7 @@ def group_errors(failures: Sequence[BaseFailure]) -> tuple[ErrorGroup, ...]:
         place = (outcome.path, outcome.line) if outcome.path is not None else (None, outcome.message)
         groups.setdefault((outcome.outcome, outcome.exception, *place), []).append(outcome)
     ranked = sorted(groups.values(), key=len, reverse=True)  # stable: ties keep the suites' order
-    return tuple(ErrorGroup(outcome=first.outcome, exception=first.exception, message=first.message,
-                            path=first.path, line=first.line, count=len(members))
-                 for first, members in ((members[0], members) for members in ranked))
+    return tuple(ErrorGroup(members[0], len(members)) for members in ranked)
 
 
 def _percent(share: float) -> str:
@@ -149,9 +154,10 @@ def _blindness(health: Health, *, unexercised: bool) -> str | None:
     if not health.suites:
         return "no CI suite was captured, so nothing could be replayed"
     if health.failure_share > health.max_base_failures:
-        failing = health.base_rejected + health.base_errors
-        common = f"; most common base error: {health.errors[0].describe()}" if health.errors else ""
-        return (f"the base revision rejects or errors on {failing} of {health.suites} CI suites "
+        failing = health.base_rejected + health.base_errors - health.fixed_at_head
+        common = f"; most common base error: {describe(health.errors[0].example)}" if health.errors else ""
+        fixed = f" (and {health.fixed_at_head} the head accepts)" if health.fixed_at_head else ""
+        return (f"the base revision rejects or errors on {failing} of {health.suites} CI suites{fixed} "
                 f"({_percent(health.failure_share)}, more than the policy's "
                 f"{_percent(health.max_base_failures)}), yet CI runs them: the harness does not see this "
                 f"repository's validation as CI does{common}")
