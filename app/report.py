@@ -201,8 +201,8 @@ def _facts(report: CheckReport, *, timing: bool) -> str:
 
 def _blocks(report: CheckReport) -> list[str]:
     """The report's parts after the first line, most important first."""
-    blind = report.health is not None and not report.health.could_analyse
-    blocks = [health_markdown(report.health, inert)] if report.health is not None and blind else []
+    health = report.health
+    blocks = [health_markdown(health, inert)] if health is not None and not health.could_analyse else []
     blocks += [_blocking_block(f) for f in report.blocking]
     warnings = [_other_line(f) for f in report.findings if f.severity == "warning"]
     if warnings:
