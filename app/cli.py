@@ -1,6 +1,7 @@
 """The `prtriage` command line: one small function per subcommand, exit status by the INTERFACES contract.
 
-0 no blocking finding, 1 blocking findings, 2 bad usage or invalid policy, 3 the analysis could not run.
+0 no blocking finding, 1 blocking findings, 2 bad usage or invalid policy, 3 the analysis could not run, or
+ran blind (its health: docs/policy.md, "health").
 """
 
 from __future__ import annotations
@@ -20,19 +21,20 @@ from importlib import metadata
 from pathlib import Path
 from typing import TextIO
 
+from app.analysis.doctor import doctor_json, doctor_text
 from app.analysis.model import Matrix
 from app.analysis.policy import Policy, PolicyError, builtin_policy, load_policy, parse_policy
 from app.analysis.render import render
 from app.cachedir import DEFAULT_MAX_SIZE, parse_size, prune
 from app.capture import capture_matrix
 from app.config import ConfigError, StartupError
-from app.engine import SANDBOX_HINT, AnalysisError, require_sandbox, run_check
+from app.engine import SANDBOX_HINT, AnalysisError, require_sandbox, run_check, run_doctor
 from app.gitrepo import GitError, cached_tree, github_slug
 from app.sandbox.runner import SandboxUnavailable
 
 EXIT_OK, EXIT_BLOCKING, EXIT_USAGE, EXIT_CANNOT_RUN = 0, 1, 2, 3
 EXIT_STATUS_HELP = ("exit status: 0 no blocking finding, 1 blocking findings, 2 bad usage or invalid policy, "
-                    "3 the analysis could not run")
+                    "3 the analysis could not run or could not see (its health)")
 REPO_POLICY = ".github/pr-triage.yml"
 
 
@@ -83,6 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(title="commands", required=True, metavar="COMMAND")
     _add_check(commands)
     _add_matrix(commands)
+    _add_doctor(commands)
     _add_service(commands)
     return parser
 
@@ -133,6 +136,21 @@ def _add_matrix(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     matrix.add_argument("--format", choices=("text", "json"), default="text")
     _common_options(matrix)
     matrix.set_defaults(command=matrix_command)
+
+
+def _add_doctor(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    doctor = commands.add_parser(
+        "doctor", help="how much of one revision the analysis sees, and which policy keys would help",
+        description="Capture the CI flag matrix of one revision and validate it there (no diff): what "
+                    "capture found, what the revision accepts, its errors grouped, and for each the policy "
+                    "keys that may help. --repo with --rev, or --tree DIR.",
+        epilog="exit status: 0 healthy, 2 bad usage or invalid policy, 3 could not analyse")
+    doctor.add_argument("--repo", type=Path, metavar="PATH", help="git repository")
+    doctor.add_argument("--rev", metavar="REV", help="revision (with --repo)")
+    doctor.add_argument("--tree", type=Path, metavar="DIR", help="unpacked tree (without --repo)")
+    doctor.add_argument("--format", choices=("text", "json"), default="text")
+    _common_options(doctor)
+    doctor.set_defaults(command=doctor_command)
 
 
 def _add_service(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -256,6 +274,8 @@ def check_command(args: argparse.Namespace) -> int:
                        cache_dir=cache_dir, allow_unsandboxed=args.allow_unsandboxed,
                        progress=progress_printer(args.progress))
     sys.stdout.write(render(report, args.format))
+    if not report.could_analyse:  # blind: never 0, and not 1 either, whatever the findings say
+        return EXIT_CANNOT_RUN
     return EXIT_BLOCKING if report.blocking else EXIT_OK
 
 
@@ -269,9 +289,23 @@ def check_revisions(args: argparse.Namespace, cache_dir: Path) -> tuple[Revision
     return tree_revision(args.base_tree), tree_revision(args.head_tree)
 
 
+def doctor_command(args: argparse.Namespace) -> int:
+    cache_dir = cache_directory(args.cache_dir)
+    revision = single_revision(args, cache_dir, "doctor")
+    policy = resolve_policy(args.policy, revision, args.repo)
+    health = run_doctor(revision.tree, policy, cache_dir=cache_dir, allow_unsandboxed=args.allow_unsandboxed,
+                        progress=progress_printer(args.progress))
+    if args.format == "json":
+        sys.stdout.write(doctor_json(health, revision.sha))
+    else:
+        sys.stdout.write(doctor_text(health, f"{revision.label} ({revision.sha})" if revision.sha
+                                     else revision.label))
+    return EXIT_OK if health.could_analyse else EXIT_CANNOT_RUN
+
+
 def matrix_command(args: argparse.Namespace) -> int:
     cache_dir = cache_directory(args.cache_dir)
-    revision = matrix_revision(args, cache_dir)
+    revision = single_revision(args, cache_dir, "matrix")
     policy = resolve_policy(args.policy, revision, args.repo)
     require_sandbox(args.allow_unsandboxed)
     printer = progress_printer(args.progress)
@@ -285,13 +319,14 @@ def matrix_command(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def matrix_revision(args: argparse.Namespace, cache_dir: Path) -> Revision:
+def single_revision(args: argparse.Namespace, cache_dir: Path, command: str) -> Revision:
+    """The one revision of `matrix` and `doctor`: --repo with --rev, or --tree."""
     if args.repo is not None:
         if args.tree or not args.rev:
-            raise UsageError("matrix: --repo needs --rev, and no --tree")
+            raise UsageError(f"{command}: --repo needs --rev, and no --tree")
         return git_revision(args.repo, args.rev, cache_dir)
     if args.rev or not args.tree:
-        raise UsageError("matrix: give --repo PATH --rev REV, or --tree DIR")
+        raise UsageError(f"{command}: give --repo PATH --rev REV, or --tree DIR")
     return tree_revision(args.tree)
 
 

@@ -27,7 +27,6 @@ from app.config import ConfigError, Settings, StartupError
 from app.localgithub import FakeGitHub, make_app_key
 from app.localgithub.deliveries import delivery_headers, encode, packaged, pull_request_payload
 from app.localgithub.state import FakeCheckRun
-from app.report import ERROR_TITLE
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "incident"
 REPO = "example/incident"
@@ -190,7 +189,8 @@ def report(outcome: Outcome, settings: Settings, say: Say) -> None:
 
 
 def analysed(check: FakeCheckRun | None) -> bool:
-    return check is not None and check.output.get("title") != ERROR_TITLE
+    """Whether the App judged the pull request: action_required is its "could not run or could not see"."""
+    return check is not None and check.conclusion != "action_required"
 
 
 def run(port: int, *, once: bool, say: Say) -> int:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.analysis.diff import TreeDiff, diff_trees
+from app.analysis.health import Health, assess
 from app.analysis.model import Matrix, Suite, SuiteResult
 from app.analysis.policy import Policy
 from app.analysis.report import CheckReport, Timing
@@ -58,11 +59,31 @@ def run_check(base_tree: Path, head_tree: Path, policy: Policy, *, base_sha: str
         raise AnalysisError(str(exc)) from None
     require_loadable(matrix, base.results, head.results)
     findings = verdict(matrix, base.results, head.results, diff, policy, traced=trace)
+    health = assess(matrix, base.results, head.results, trace,
+                    max_base_failures=policy.health.max_base_failures, fail_open=policy.health.fail_open)
     timing = Timing(capture_s=capture_s, base_s=base.seconds, head_s=head.seconds,
                     total_s=time.monotonic() - started)
     return CheckReport(base_sha, head_sha, validation_changed=True, changed_paths=changed, matrix=matrix,
                        base=base.results, head=head.results, findings=tuple(findings), capture_cached=cached,
-                       sandboxed=base.sandboxed and head.sandboxed, timing=timing)
+                       sandboxed=base.sandboxed and head.sandboxed, timing=timing, health=health)
+
+
+def run_doctor(tree: Path, policy: Policy, *, cache_dir: Path, allow_unsandboxed: bool,
+               progress: Progress | None = None) -> Health:
+    """The health of one revision alone: its CI matrix captured, then validated at that revision."""
+    require_sandbox(allow_unsandboxed)
+    try:
+        matrix, _ = capture_matrix(tree, policy, cache_dir=cache_dir, allow_unsandboxed=allow_unsandboxed,
+                                   on_progress=_step(progress, "capture"))
+        results: dict[str, SuiteResult] = {}
+        if matrix.suites:  # none: the capture failures are the diagnosis
+            results, _ = validate_revision(tree, policy, matrix.suites, trace={},
+                                           allow_unsandboxed=allow_unsandboxed,
+                                           on_progress=_step(progress, "validate"))
+    except SandboxUnavailable as exc:
+        raise AnalysisError(f"{exc}; {SANDBOX_HINT}") from None
+    return assess(matrix, results, {}, {}, max_base_failures=policy.health.max_base_failures,
+                  fail_open=policy.health.fail_open)
 
 
 def require_sandbox(allow_unsandboxed: bool) -> None:

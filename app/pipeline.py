@@ -373,10 +373,11 @@ def _complete(client: GitHubClient, target: RunTarget, check_run_id: int, output
 
 def close_check_run(services: Services, *, installation_id: int, owner: str, repo: str, check_run_id: int,
                     reason: str) -> None:
-    """Complete a check run that could not be completed at the end of its job, as neutral with REASON."""
+    """Complete a check run that could not be completed at the end of its job, action_required with REASON."""
     output = error_output(f"its result could not be posted ({reason})")
-    complete_check_run(services.client(installation_id), owner, repo, check_run_id, conclusion="neutral",
-                       title=output.title, summary=output.summary, actions=output.actions)
+    complete_check_run(services.client(installation_id), owner, repo, check_run_id,
+                       conclusion=output.conclusion, title=output.title, summary=output.summary,
+                       actions=output.actions)
 
 
 def analyse(services: Services, client: GitHubClient, target: RunTarget) -> CheckReport:

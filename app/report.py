@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from app.analysis.model import Finding
+from app.analysis.render import health_line, health_markdown
 from app.analysis.report import CheckReport, Revision
 
 COMMENT_MARKER = "<!-- prtriage:sticky -->"
@@ -24,7 +25,9 @@ SUITES_SHOWN = 100  # and beyond this many are cut with a count
 MESSAGE_CHARS = 400
 ANNOTATION_CHARS = 60_000
 
-Conclusion = Literal["success", "failure", "neutral"]
+# action_required, not neutral, when the triage could not run or could not see: GitHub counts neutral as
+# passing a required check, and a blind triage must not pass one.
+Conclusion = Literal["success", "failure", "neutral", "action_required"]
 Level = Literal["failure", "warning", "notice"]
 LEVELS: dict[str, Level] = {"blocking": "failure", "warning": "warning", "info": "notice"}
 REVISIONS: tuple[Revision, Revision] = ("base", "head")
@@ -70,13 +73,15 @@ class CheckOutput:
 # Text made safe
 
 
+def _flat(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
 def inert(text: str, limit: int = MESSAGE_CHARS) -> str:
     """Untrusted text (assert messages come from the PR) on one line, made inert in markdown: no HTML,
     no formatting, no @mention."""
-    flat = " ".join(text.split())
-    if len(flat) > limit:
-        flat = flat[: limit - 1] + "…"
-    escaped = html.escape(flat, quote=False)
+    escaped = html.escape(_flat(text, limit), quote=False)
     for char in "\\`*_[]|~<>#":
         escaped = escaped.replace(char, "\\" + char)
     return escaped.replace("@", "@\u200b")
@@ -101,6 +106,8 @@ def _short(sha: str | None) -> str:
 
 
 def conclusion_of(report: CheckReport) -> Conclusion:
+    if report.health is not None and not report.health.could_analyse:
+        return "neutral" if report.health.fail_open else "action_required"
     if report.blocking:
         return "failure"
     if any(f.severity == "warning" for f in report.findings):
@@ -110,6 +117,8 @@ def conclusion_of(report: CheckReport) -> Conclusion:
 
 def verdict_line(report: CheckReport) -> str:
     """The comment's first line."""
+    if not report.could_analyse:
+        return "**⚠️ Could not analyse this pull request: the analysis was blind, so this is no pass.**"
     if report.blocking and not report.broken_suites:  # e.g. an unmerged prerequisite
         return f"**❌ This pull request has {_plural(len(report.blocking), 'blocking finding')}.**"
     if report.blocking:
@@ -119,7 +128,12 @@ def verdict_line(report: CheckReport) -> str:
     return "**✅ This pull request breaks no existing CI suite.**"
 
 
+TITLE_REASON_CHARS = 200
+
+
 def check_title(report: CheckReport) -> str:
+    if report.health is not None and not report.health.could_analyse:
+        return f"Could not analyse: {_flat(report.health.reason, TITLE_REASON_CHARS)}"
     if report.blocking and not report.broken_suites:
         return _plural(len(report.blocking), "blocking finding").capitalize()
     if report.blocking:
@@ -181,12 +195,15 @@ def _facts(report: CheckReport, *, timing: bool) -> str:
     took = f"; {report.timing.total_s:.1f} s" if timing else ""
     return (f"<sub>{head}; {_plural(len(matrix.suites), 'suite')} from {matrix.captured} of "
             f"{_plural(matrix.scripts, 'CI script')} ({len(matrix.failed)} failed); "
-            f"{_counts(report, 'base')}; {_counts(report, 'head')}{took}</sub>")
+            f"{_counts(report, 'base')}; {_counts(report, 'head')}{took}<br>"
+            f"{inert(health_line(report.health), 2000)}</sub>")
 
 
 def _blocks(report: CheckReport) -> list[str]:
     """The report's parts after the first line, most important first."""
-    blocks = [_blocking_block(f) for f in report.blocking]
+    health = report.health
+    blocks = [health_markdown(health, inert)] if health is not None and not health.could_analyse else []
+    blocks += [_blocking_block(f) for f in report.blocking]
     warnings = [_other_line(f) for f in report.findings if f.severity == "warning"]
     if warnings:
         blocks.append("#### Warnings\n\n" + "\n".join(warnings))
@@ -278,8 +295,9 @@ ERROR_TITLE = "Triage could not run"
 
 
 def error_output(reason: str) -> CheckOutput:
-    """The analysis could not run: neutral, so that a required check never blocks on our failure."""
-    return CheckOutput(conclusion="neutral", title=ERROR_TITLE,
+    """The analysis could not run: action_required with the reason and the Re-run button. Never neutral,
+    which GitHub counts as passing: a required check must not pass on our failure."""
+    return CheckOutput(conclusion="action_required", title=ERROR_TITLE,
                        summary=f"**The triage could not run:** {inert(reason, 2000)}\n\n"
                                "Nothing was judged; push again or re-run the check once the cause is fixed.")
 

@@ -72,7 +72,7 @@ def test_without_a_sandbox_the_demo_says_why_and_fails(tmp_path: Path) -> None:
                           text=True, timeout=300)
     output = done.stdout + done.stderr
     assert done.returncode == 3, output
-    assert "neutral: Triage could not run" in output
+    assert "action_required: Triage could not run" in output
     assert "**The triage could not run:** no sandbox" in output
 
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
+from app.analysis.health import assess
 from app.analysis.model import CaptureFailure, Finding, Matrix, Outcome, Suite, SuiteResult
 from app.analysis.render import MARKDOWN_LIMIT, render, render_markdown, render_text, report_json
 from app.analysis.report import CheckReport, Timing
@@ -50,7 +52,9 @@ def test_json_keeps_the_contract_keys_and_nesting() -> None:
     assert {"kind", "severity", "scripts", "suites", "path", "line", "in_diff", "message"} <= finding.keys()
     assert finding["suites"] == [s.id for s in SUITES]
     assert document["capture"] == {"scripts": 2, "captured": 1, "cached": True, "disabled": [],
-                                   "failed": [{"script": "tests/e2e/test_broken.py", "reason": "timed out"}]}
+                                   "failed": [{"script": "tests/e2e/test_broken.py", "reason": "timed out"}],
+                                   "no_entry": [], "partial": []}
+    assert document["health"] is None  # not measured in this hand-made report
     assert document["timing"] == {"capture_s": 1.25, "base_s": 2.5, "head_s": 2.75, "total_s": 6.5}
     assert document["sandboxed"] is True and document["validation_changed"] is True
 
@@ -121,3 +125,49 @@ def test_markdown_stays_under_the_limit_with_huge_suite_lists() -> None:
     assert len(markdown) < MARKDOWN_LIMIT
     assert "more" in markdown
     assert markdown.count("<details>") == markdown.count("</details>")
+
+
+NO_FILE = Outcome("rejected", "FileNotFoundError", "No such file: '/root/models/x/generation_config.json'",
+                  "pkg/arguments.py", 7)
+
+
+def measured(report: CheckReport, base: Outcome | None = None) -> CheckReport:
+    """REPORT with its health measured, every suite ending with BASE at the base when given."""
+    results = {s.id: SuiteResult(s.id, base) for s in report.matrix.suites} if base else dict(report.base)
+    health = assess(report.matrix, results, report.head, {})
+    return replace(report, base=results, health=health)
+
+
+def test_a_healthy_report_shows_its_health_and_keeps_its_exit_meaning() -> None:
+    report = measured(make_report((blocking_finding(),)))
+    text = render_text(report)
+    assert report.could_analyse and text.splitlines()[0].startswith("BREAKS 3")
+    assert "health: 3 suites from 1 of 2 scripts (1 failed); base accepts 3/3 (100%), rejects 0, errors 0\n" \
+        in text
+    assert "could not analyse" not in text
+    document = json.loads(render(report, "json"))
+    assert document["health"]["could_analyse"] is True and document["health"]["base"]["accepted"] == 3
+    assert "health: 3 suites from 1 of 2 scripts" in render_markdown(report)
+
+
+def test_a_blind_report_says_so_first_and_lists_every_suite_the_base_rejects() -> None:
+    report = measured(make_report((blocking_finding(),)), base=NO_FILE)
+    assert not report.could_analyse
+    text = render_text(report)
+    assert text.splitlines()[0] == ("COULD NOT ANALYSE: the analysis was blind, so no pass can be given; "
+                                    "1 blocking finding below")
+    assert "could not analyse: the base revision rejects or errors on 3 of 3 CI suites (100%" in text
+    assert "most common base error: FileNotFoundError: No such file: " in text
+    for suite in SUITES:
+        assert f"  {suite.id}: FileNotFoundError: No such file: '/root/models/x/generation_config.json' at " \
+               "pkg/arguments.py:7" in text
+    markdown = render_markdown(report)
+    assert markdown.startswith("### ⚠️ COULD NOT ANALYSE") and "#### Could not analyse" in markdown
+    assert "base error ×3: FileNotFoundError" in markdown
+
+
+def test_the_comment_caps_the_suites_the_base_rejects() -> None:
+    many = tuple(Suite(id=f"tests/e2e/test_{i}.py", script=f"tests/e2e/test_{i}.py", argv=())
+                 for i in range(45))
+    markdown = render_markdown(measured(make_report(suites=many), base=NO_FILE))
+    assert markdown.count("tests/e2e/test\\_") == 20 and "- … and 25 more" in markdown

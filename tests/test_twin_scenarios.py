@@ -34,7 +34,7 @@ from twin.variants import (
 
 Report = dict[str, Any]
 Checker = Callable[[str], tuple[int, Report]]
-REPORT_KEYS = {"base", "head", "validation_changed", "suites", "findings", "capture", "timing"}
+REPORT_KEYS = {"base", "head", "validation_changed", "suites", "findings", "capture", "timing", "health"}
 SUITE_KEYS = {"id", "script", "argv", "base", "head"}
 FINDING_KEYS = {"kind", "severity", "scripts", "suites", "path", "line", "in_diff", "message"}
 NOISE_OPEN = 'with open(os.path.join(args.hf_checkpoint, "generation_config.json")) as f:'
@@ -50,7 +50,7 @@ def check(miles_repo: Path, prtriage_cache: Path) -> Checker:
             result = prtriage("check", "--repo", str(miles_repo), "--base", base_branch(variant), "--head",
                               variant, "--policy", str(MILES_POLICY), "--format", "json",
                               cache_dir=prtriage_cache)
-            assert result.returncode in (0, 1), result.describe()
+            assert result.returncode in (0, 1, 3), result.describe()
             done[variant] = (result.returncode, result.json())
         return done[variant]
 
@@ -73,7 +73,16 @@ def assert_contract(report: Report, repo: Path, variant: str) -> None:
 def assert_full_capture(report: Report) -> None:
     capture = report["capture"]
     assert (capture["scripts"], capture["captured"], capture["failed"]) == (len(SCRIPTS), len(SCRIPTS), [])
+    assert (capture["no_entry"], capture["partial"]) == ([], [])
     assert sorted(suite["id"] for suite in report["suites"]) == sorted(ALL_SUITES)
+
+
+def assert_healthy(report: Report) -> None:
+    """The base accepts every suite CI starts: the analysis saw the whole matrix."""
+    health = report["health"]
+    assert health["could_analyse"] is True, health["reason"]
+    assert health["base"] == {"accepted": len(ALL_SUITES), "rejected": 0, "error": 0, "accepted_share": 1.0}
+    assert health["suites"] == len(ALL_SUITES) and health["errors"] == [] and health["base_failures"] == []
 
 
 def outcomes(report: Report, side: str) -> dict[str, dict[str, Any]]:
@@ -93,6 +102,8 @@ def test_incident_blocks_exactly_the_five_lora_colocate_suites(check: Checker, m
     assert status == 1
     assert_contract(report, miles_repo, "incident")
     assert_full_capture(report)
+    assert_healthy(report)
+    assert report["health"]["lines_changed"] is True and report["health"]["lines_reached"] is True
     line = line_of(miles_repo, "incident", ARGUMENTS, INCIDENT_ASSERT)
     [finding] = report["findings"]
     assert (finding["kind"], finding["severity"]) == ("new_rejection", "blocking")
@@ -163,6 +174,8 @@ def test_an_assert_no_suite_reaches_is_not_exercised(check: Checker, miles_repo:
     assert status == 0
     assert_contract(report, miles_repo, "unexercised")
     assert_full_capture(report)
+    assert_healthy(report)  # unreached by suites the head accepts: healthy, and worth a note
+    assert report["health"]["lines_reached"] is False
     [finding] = report["findings"]
     assert (finding["kind"], finding["severity"]) == ("not_exercised", "info")
     line = line_of(miles_repo, "unexercised", ARGUMENTS, UNREACHED_ASSERT)
@@ -172,7 +185,7 @@ def test_an_assert_no_suite_reaches_is_not_exercised(check: Checker, miles_repo:
 
 def test_record_mode_isolates_the_incident_under_harness_noise(check: Checker, miles_repo: Path) -> None:
     status, report = check("harness_noise")
-    assert status == 1
+    assert status == 3  # the base rejects every suite CI starts: blind, whatever record mode found
     assert_contract(report, miles_repo, "harness_noise")
     assert_full_capture(report)
     # the noise: both revisions reject every suite early, at the same unchanged line
@@ -221,3 +234,49 @@ def test_an_env_flag_read_at_import_breaks_only_the_suite_with_it(check: Checker
     argv = {suite["id"]: suite["argv"] for suite in report["suites"]}
     assert "--partial-rollout" in argv[ASYNC_ROUTER] and "--partial-rollout" in argv[ASYNC_REFACTOR]
     assert outcomes(report, "head")[ASYNC_ROUTER]["outcome"] == "accepted"
+
+
+def test_a_base_rejecting_every_suite_could_not_analyse_and_says_why(check: Checker,
+                                                                     miles_repo: Path) -> None:
+    status, report = check("harness_noise")
+    assert status == 3
+    health = report["health"]
+    assert health["could_analyse"] is False
+    assert health["base"] == {"accepted": 0, "rejected": len(ALL_SUITES), "error": 0, "accepted_share": 0.0}
+    noise = line_of(miles_repo, "harness_noise", ARGUMENTS, NOISE_OPEN)
+    [group] = health["errors"]
+    assert (group["exception"], group["path"], group["line"], group["count"]) == (
+        "FileNotFoundError", ARGUMENTS, noise, len(ALL_SUITES))
+    assert f"rejects or errors on {len(ALL_SUITES)} of {len(ALL_SUITES)} CI suites" in health["reason"]
+    assert sorted(failure["suite"] for failure in health["base_failures"]) == sorted(ALL_SUITES)
+
+
+def test_the_blind_text_report_names_the_reason_and_each_rejected_suite(
+        miles_repo: Path, prtriage_cache: Path) -> None:
+    result = prtriage("check", "--repo", str(miles_repo), "--base", base_branch("harness_noise"), "--head",
+                      "harness_noise", "--policy", str(MILES_POLICY), cache_dir=prtriage_cache)
+    assert result.returncode == 3, result.describe()
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("COULD NOT ANALYSE")
+    noise = line_of(miles_repo, "harness_noise", ARGUMENTS, NOISE_OPEN)
+    [health] = [line for line in lines if line.startswith("health: ")]
+    assert health.startswith(f"health: {len(ALL_SUITES)} suites from {len(SCRIPTS)} of {len(SCRIPTS) + 1} "
+                             f"scripts (1 disabled); base accepts 0/{len(ALL_SUITES)} (0%)")
+    assert "most common base error: FileNotFoundError: " in health and f"{ARGUMENTS}:{noise}" in health
+    [reason] = [line for line in lines if line.startswith("could not analyse: ")]
+    assert "the base revision rejects or errors on" in reason
+    for suite in ALL_SUITES:
+        [listed] = [line for line in lines if line.startswith(f"  {suite}: ")]
+        assert "FileNotFoundError" in listed and listed.endswith(f"{ARGUMENTS}:{noise}")
+    assert "[blocking] new_rejection" in result.stdout  # the findings are still listed
+
+
+def test_a_healthy_text_report_shows_its_health_block(miles_repo: Path, prtriage_cache: Path) -> None:
+    result = prtriage("check", "--repo", str(miles_repo), "--base", "main", "--head", "incident", "--policy",
+                      str(MILES_POLICY), cache_dir=prtriage_cache)
+    assert result.returncode == 1, result.describe()
+    suites = len(ALL_SUITES)
+    expected = (f"health: {suites} suites from {len(SCRIPTS)} of {len(SCRIPTS) + 1} scripts "
+                f"(1 disabled); base accepts {suites}/{suites} (100%), rejects 0, errors 0\n")
+    assert expected in result.stdout
+    assert "could not analyse" not in result.stdout

@@ -197,6 +197,16 @@ class Followups(_Strict):
                                          "closed without merging (an issue: closed as not planned).")
 
 
+class HealthRules(_Strict):
+    """When the analysis counts as blind: then its answer is "could not analyse", never a pass."""
+
+    max_base_failures: float = Field(0.10, ge=0, le=1, description="Largest share (0 to 1) of captured "
+                                     "suites the base revision may reject or error on before the analysis "
+                                     "could not analyse (CI runs every one, so the base accepts them).")
+    fail_open: bool = Field(False, description="What the App's check run says when it could not analyse: "
+                            "false, action_required (a required check blocks); true, neutral (passes).")
+
+
 class Policy(_Strict):
     version: Literal[1] = Field(1, description="Policy language version.")
     validation: Validation = Field(description="The validation code and how to call it.")
@@ -205,6 +215,8 @@ class Policy(_Strict):
     severities: Severities = Field(default_factory=Severities, description="Severity per finding kind.")
     followups: Followups = Field(default_factory=Followups, description="Severity of unmerged "
                                  "prerequisites and promised follow-ups named in the PR's text.")
+    health: HealthRules = Field(default_factory=HealthRules, description="When the analysis is too blind "
+                                "to judge the change.")
 
     def capture_digest(self) -> str:
         """Hash of what capture depends on: a change to severities or validation keeps the matrix."""

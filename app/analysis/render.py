@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import html
 import json
+from collections.abc import Callable
 from typing import Any, Literal
 
+from app.analysis.health import Health, describe, summary_line
 from app.analysis.model import Finding
 from app.analysis.report import CheckReport
 
@@ -13,6 +15,8 @@ Format = Literal["text", "json", "markdown"]
 MARKDOWN_LIMIT = 60_000
 MARKDOWN_FINDINGS = 50
 MARKDOWN_SUITES = 100
+HEALTH_SUITES = 20  # suites the base rejects, listed in a comment before "and N more"
+HEALTH_ERRORS = 3  # error groups shown
 UNSANDBOXED = ("WARNING: the analysis ran WITHOUT the sandbox: repository code ran unconfined, "
                "with your privileges.")
 
@@ -36,7 +40,10 @@ def report_json(report: CheckReport) -> dict[str, Any]:
         "findings": [f.to_json() for f in report.findings],
         "capture": {"scripts": matrix.scripts, "captured": matrix.captured,
                     "failed": [{"script": f.script, "reason": f.reason} for f in matrix.failed],
-                    "cached": report.capture_cached, "disabled": list(matrix.disabled)},
+                    "cached": report.capture_cached, "disabled": list(matrix.disabled),
+                    "no_entry": [{"script": f.script, "reason": f.reason} for f in matrix.no_entry],
+                    "partial": [{"script": f.script, "reason": f.reason} for f in matrix.partial]},
+        "health": report.health.to_json() if report.health is not None else None,
         "sandboxed": report.sandboxed,
         "timing": {"capture_s": round(report.timing.capture_s, 3), "base_s": round(report.timing.base_s, 3),
                    "head_s": round(report.timing.head_s, 3), "total_s": round(report.timing.total_s, 3)},
@@ -49,6 +56,9 @@ def _plural(count: int, word: str) -> str:
 
 
 def headline(report: CheckReport) -> str:
+    if not report.could_analyse:
+        listed = f"; {_plural(len(report.blocking), 'blocking finding')} below" if report.blocking else ""
+        return f"COULD NOT ANALYSE: the analysis was blind, so no pass can be given{listed}"
     if not report.validation_changed:
         return "No existing CI suite newly rejected: the change touches no validation path (nothing was run)"
     blocking = report.blocking
@@ -83,6 +93,45 @@ def _summary_lines(report: CheckReport) -> list[str]:
     return lines
 
 
+def health_line(health: Health | None) -> str:
+    """'health: 59 suites from 46 of 75 scripts (…); base accepts 57/59 (96.6%); most common base error…'."""
+    if health is None:
+        return "health: nothing was replayed, so there was nothing to see"
+    if not health.errors:
+        return f"health: {summary_line(health)}"
+    common = health.errors[0]
+    return (f"health: {summary_line(health)}; most common base error: {describe(common.example)} "
+            f"({_plural(common.count, 'suite')})")
+
+
+def health_text(health: Health | None) -> list[str]:
+    """The health block of the terminal report: when blind, why, the base's errors and every suite."""
+    lines = [health_line(health)]
+    if health is None or health.could_analyse:
+        return lines
+    lines.append(f"could not analyse: {health.reason}")
+    lines += [f"  base error x{group.count}: {describe(group.example)}"
+              for group in health.errors[:HEALTH_ERRORS]]
+    if health.base_failures:
+        lines.append(f"{_plural(len(health.base_failures), 'suite')} the base rejects or errors on:")
+        lines += [f"  {failure.suite}: {describe(failure.outcome)}" for failure in health.base_failures]
+    return lines
+
+
+def health_markdown(health: Health, escape: Callable[[str], str]) -> str:
+    """The "Could not analyse" section of a PR comment; ESCAPE makes untrusted text inert."""
+    lines = ["#### Could not analyse", "", escape(health.reason[:1].upper() + health.reason[1:]) + ".", ""]
+    lines += [f"- base error ×{group.count}: {escape(describe(group.example))}"
+              for group in health.errors[:HEALTH_ERRORS]]
+    if health.base_failures:
+        lines += ["", f"Suites the base rejects or errors on ({len(health.base_failures)}):", ""]
+        lines += [f"- {escape(failure.suite)}: {escape(describe(failure.outcome))}"
+                  for failure in health.base_failures[:HEALTH_SUITES]]
+        if len(health.base_failures) > HEALTH_SUITES:
+            lines.append(f"- … and {len(health.base_failures) - HEALTH_SUITES} more")
+    return "\n".join(lines)
+
+
 def render_text(report: CheckReport) -> str:
     lines = [headline(report), ""]
     for finding in report.blocking:
@@ -99,7 +148,7 @@ def render_text(report: CheckReport) -> str:
         suites = f" ({_plural(len(finding.suites), 'suite')})" if finding.suites else ""
         where = f" {_where(finding)}" if finding.path else ""
         lines.append(f"[{finding.severity}] {finding.kind}{where}: {finding.message}{suites}")
-    lines += ["", *_summary_lines(report)]
+    lines += ["", *health_text(report.health), "", *_summary_lines(report)]
     if not report.sandboxed:
         lines += ["", f"!!! {UNSANDBOXED} !!!"]
     return "\n".join(lines) + "\n"
@@ -148,10 +197,13 @@ def render_markdown(report: CheckReport) -> str:
 
     Stays under MARKDOWN_LIMIT characters: suite lists that do not fit are left out with a count.
     """
-    mark = "❌" if report.blocking else "✅"
-    top = "\n".join([f"### {mark} {_md(headline(report))}", "",
+    mark = "⚠️" if not report.could_analyse else "❌" if report.blocking else "✅"
+    blind = [health_markdown(report.health, _md), ""] \
+        if report.health is not None and not report.health.could_analyse else []
+    top = "\n".join([f"### {mark} {_md(headline(report))}", "", *blind,
                      *(_md_findings(list(report.findings)) if report.findings else [])])
-    bottom = "\n".join(["", *(f"{_md(line)}  " for line in _summary_lines(report)),
+    lines = [health_line(report.health), *_summary_lines(report)]
+    bottom = "\n".join(["", *(f"{_md(line)}  " for line in lines),
                         *(["", f"> **{_md(UNSANDBOXED)}**"] if not report.sandboxed else [])])
     budget = MARKDOWN_LIMIT - len(top) - len(bottom) - 200
     folded: list[str] = []

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from app.analysis.health import Health
 from app.analysis.model import Finding, Matrix, Outcome, SuiteResult
 
 EMPTY_MATRIX = Matrix(suites=(), scripts=0, captured=0)
@@ -37,6 +38,12 @@ class CheckReport:
     capture_cached: bool = False
     sandboxed: bool = True  # False only when repository code ran outside the sandbox
     timing: Timing = Timing()
+    health: Health | None = None  # None on the fast path: nothing was replayed, nothing to see
+
+    @property
+    def could_analyse(self) -> bool:
+        """False when the analysis was blind: its answer is then "could not analyse", never a pass."""
+        return self.health is None or self.health.could_analyse
 
     @property
     def blocking(self) -> list[Finding]:

@@ -83,7 +83,7 @@ class RunOut(Shape):
     head_sha: str
     base_sha: str
     status: str = Field(description="queued, running, completed, superseded, failed")
-    conclusion: str | None = Field(description="success, failure, neutral, cancelled")
+    conclusion: str | None = Field(description="success, failure, neutral, cancelled, action_required")
     check_run_id: int | None
     superseded_by: str | None
     error: str | None

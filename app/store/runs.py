@@ -85,11 +85,11 @@ def finish_run(session: Session, *, run_id: int, conclusion: Conclusion, summary
 
 
 def fail_run(session: Session, *, run_id: int, error: str) -> TriageRun:
-    """The analysis could not run: failed, and its check is completed `neutral` with the reason."""
+    """The analysis could not run: failed, and its check is completed `action_required` with the reason."""
     run = get_or_raise(session, TriageRun, run_id, lock=True)
     run.error = error
     if run.status in ACTIVE:
-        run.status, run.conclusion, run.finished_at = "failed", "neutral", utcnow()
+        run.status, run.conclusion, run.finished_at = "failed", "action_required", utcnow()
     return run
 
 

@@ -4,13 +4,16 @@ GitHub's size limits, inert untrusted text, annotations on the offending lines."
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
+from app.analysis.health import assess
 from app.analysis.model import Finding, Matrix, Outcome, Suite, SuiteResult
 from app.analysis.report import CheckReport
 from app.report import (
     COMMENT_LIMIT,
     COMMENT_MARKER,
     OUTPUT_LIMIT,
+    RERUN_BUTTON,
     check_output,
     clear_comment,
     comment_markdown,
@@ -103,7 +106,43 @@ def test_annotations_fall_on_the_offending_lines_with_the_severitys_level() -> N
     assert "Breaks 5 suites: tests/e2e/suite_0.py" in output.annotations[0].message
 
 
-def test_an_analysis_that_could_not_run_is_neutral_with_its_reason() -> None:
+def test_an_analysis_that_could_not_run_is_action_required_with_its_reason_and_the_rerun_button() -> None:
     output = error_output("no CI suite captured at head")
-    assert (output.conclusion, output.title) == ("neutral", "Triage could not run")
+    assert (output.conclusion, output.title) == ("action_required", "Triage could not run")
+    assert output.actions == (RERUN_BUTTON,)
     assert "no CI suite captured at head" in output.summary
+
+
+def blind(findings: list[Finding], *, fail_open: bool = False) -> CheckReport:
+    """A report whose base rejects every suite at a line the harness cannot get past."""
+    healthy = report(findings, suites=30)
+    noise = Outcome("rejected", "FileNotFoundError", "No such file: '/root/x/generation_config.json'",
+                    "miles/utils/arguments.py", 12)
+    base = {suite: SuiteResult(suite, noise) for suite in healthy.base}
+    return replace(healthy, base=base, head=base,
+                   health=assess(healthy.matrix, base, base, {}, fail_open=fail_open))
+
+
+def test_a_blind_analysis_is_action_required_never_a_pass_and_says_why() -> None:
+    output = check_output(blind([blocking(5)]))
+    assert output.conclusion == "action_required" and output.actions == (RERUN_BUTTON,)
+    assert output.title.startswith("Could not analyse: the base revision rejects or errors on 30 of 30")
+    assert "#### Could not analyse" in output.summary
+    assert "base error ×30: FileNotFoundError: No such file:" in output.summary
+    assert "tests/e2e/test\\_0.py" in output.summary and "… and 10 more" in output.summary
+    assert "base accepts 0/30 (0%), rejects 30, errors 0" in output.summary
+    comment = comment_markdown(blind([]))
+    assert comment.splitlines()[0].startswith("**⚠️ Could not analyse this pull request")
+    assert "#### Could not analyse" in comment and "✅" not in comment
+
+
+def test_fail_open_makes_a_blind_analysis_neutral_and_still_says_so() -> None:
+    output = check_output(blind([], fail_open=True))
+    assert output.conclusion == "neutral" and output.title.startswith("Could not analyse")
+
+
+def test_a_healthy_analysis_shows_its_health_in_the_footnote() -> None:
+    healthy = report([])
+    measured = replace(healthy, health=assess(healthy.matrix, healthy.base, healthy.head, {}))
+    assert check_output(measured).conclusion == "success"
+    assert "health: 3 suites from 3 of 3 scripts; base accepts 3/3 (100%)" in comment_markdown(measured)

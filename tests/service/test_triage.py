@@ -1,5 +1,5 @@
 """The triage job against the fake GitHub: policy from the base only, the file-list fast path, superseded
-heads, one PR at a time, failures that complete the check as neutral, forks, re-runs and closes.
+heads, one PR at a time, failures that complete the check as action_required, forks, re-runs and closes.
 
 Jobs run when the test drains the queue (or calls the pipeline), so each step is observed in order."""
 
@@ -12,6 +12,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from twin import build_miles_twin
+from twin.expected import ALL_SUITES
 from twin.variants import ARGUMENTS
 
 from app import pipeline
@@ -27,6 +29,8 @@ from .conftest import BASE, INCIDENT, MILES, Service, make_service, wait_for
 from .payloads import check_run_event, pull_request_event, sha
 
 POLICY = Path(__file__).resolve().parents[2] / "tests" / "twin" / "policy.yml"
+RERUN = {"label": "Re-run triage", "description": "Triage this pull request again",
+         "identifier": RERUN_ACTION}
 WEAKENED = ('version: 1\nvalidation:\n  paths: ["nothing/at/all"]\n'
             '  entry: "miles.utils.arguments:parse_args"\n')
 
@@ -145,7 +149,7 @@ def test_a_push_before_the_first_triage_started_leaves_one_run(service: Service,
     ("tarball", "GitHub did not answer as expected"),
     ("policy", "invalid policy"),
 ])
-def test_a_triage_that_cannot_run_completes_its_check_as_neutral_with_the_reason(
+def test_a_triage_that_cannot_run_completes_its_check_as_action_required_with_the_reason(
         service: Service, miles: FakeGitHub, break_it: str, reason: str) -> None:
     fake, head = miles, sha(f"head whose {break_it} is broken")
     if break_it == "policy":
@@ -156,11 +160,52 @@ def test_a_triage_that_cannot_run_completes_its_check_as_neutral_with_the_reason
     service.drain()
     [check] = fake.check_runs(MILES)
     assert (check.status, check.conclusion, check.output["title"]) == (
-        "completed", "neutral", "Triage could not run")
+        "completed", "action_required", "Triage could not run")
     assert reason in check.output["summary"]
+    assert check.actions == [RERUN]
     [run] = service.runs()
     assert run.status == "failed" and run.error is not None and reason in run.error
     assert fake.comments_on(MILES, 16) == []
+
+
+def test_a_blind_analysis_completes_its_check_action_required_with_the_reason_and_the_rerun_button(
+        service: Service, miles: FakeGitHub, tmp_path: Path) -> None:
+    fake, base, head = miles, sha("base reading a CI-host file"), sha("head under harness noise")
+    # every suite dies at base on a file only CI hosts have: the analysis sees none of them
+    fake.add_tarball(MILES, base, build_miles_twin(tmp_path / "b", variant="harness_noise-base"))
+    fake.add_tarball(MILES, head, build_miles_twin(tmp_path / "h", variant="harness_noise"))
+    fake.add_pull(MILES, 31, head_sha=head, base_sha=base, files=[ARGUMENTS])
+    deliver(service, fake, "opened", 31, head, base)
+    service.drain()
+    [check] = fake.check_runs(MILES)
+    assert (check.status, check.conclusion, check.actions) == ("completed", "action_required", [RERUN])
+    every = len(ALL_SUITES)
+    title = f"Could not analyse: the base revision rejects or errors on {every} of {every} CI suites (100%"
+    assert check.output["title"].startswith(title + ", more than the policy's 10%)")
+    summary = check.output["summary"]
+    assert "#### Could not analyse" in summary and f"base error ×{every}: FileNotFoundError" in summary
+    assert f"base accepts 0/{every} (0%), rejects {every}, errors 0" in summary
+    [comment] = fake.comments_on(MILES, 31)
+    assert comment.body.startswith("**⚠️ Could not analyse this pull request")
+    assert "#### Could not analyse" in comment.body
+    [run] = service.runs()
+    assert (run.status, run.conclusion) == ("completed", "action_required")
+    assert run.summary is not None and run.summary["health"]["could_analyse"] is False
+
+
+def test_an_internal_error_completes_the_check_action_required_with_the_rerun_button(
+        service: Service, miles: FakeGitHub) -> None:
+    fake, head = miles, sha("head whose base GitHub names badly")
+    # a base that is no commit sha fails a check of our own code: an internal error, not a verdict
+    fake.add_pull(MILES, 33, head_sha=head, base_sha="not-a-sha", files=[ARGUMENTS])
+    deliver(service, fake, "opened", 33, head, "not-a-sha")
+    service.drain()
+    [check] = fake.check_runs(MILES)
+    assert (check.status, check.conclusion, check.actions) == ("completed", "action_required", [RERUN])
+    assert check.output["title"] == "Triage could not run"
+    assert "internal error (ValueError)" in check.output["summary"]
+    [run] = service.runs()
+    assert (run.status, run.conclusion) == ("failed", "action_required")
 
 
 def test_a_fork_pull_request_is_analysed_the_same_way(service: Service, miles: FakeGitHub) -> None:
@@ -283,8 +328,9 @@ def test_a_check_run_github_will_not_complete_is_closed_later_by_a_queued_job(
     fake.fail_next(5, status=502, path=r"/check-runs/\d+$")  # every attempt of the completion fails
     service.drain()  # the close_check job, queued for a minute later, runs at once here
     [check] = fake.check_runs(MILES)
-    assert (check.status, check.conclusion) == ("completed", "neutral")
+    assert (check.status, check.conclusion) == ("completed", "action_required")
     assert "could not be posted" in check.output["summary"]
+    assert check.actions == [RERUN]
     [run] = service.runs()
     assert run.status == "failed" and "could not be completed" in (run.error or "")
 

@@ -142,10 +142,10 @@ def test_a_superseded_run_keeps_its_status_but_stores_its_results(session: Sessi
     assert old.summary is not None and len(old.findings) == 1
 
 
-def test_fail_run_completes_it_neutral(session: Session, make: Factory) -> None:
+def test_fail_run_completes_it_action_required(session: Session, make: Factory) -> None:
     run = start_run(session, pr=make.pull_request(session), head_sha="1" * 40, base_sha="b" * 40).run
     failed = fail_run(session, run_id=run.id, error="no sandbox: bwrap missing")
-    assert (failed.status, failed.conclusion) == ("failed", "neutral")
+    assert (failed.status, failed.conclusion) == ("failed", "action_required")
     assert failed.error == "no sandbox: bwrap missing"
     assert failed.finished_at is not None
     with pytest.raises(LookupError):

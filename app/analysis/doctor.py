@@ -1,0 +1,152 @@
+"""`prtriage doctor`: one revision's health, and which policy keys would let the harness see more.
+
+The hints are heuristics on the text of each error (the base's, grouped, and each failed CI script's):
+they name the key and what to put in it; the real repository decides whether it helps.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from app.analysis.health import Health, describe, summary_line
+
+QUOTED_PATH = re.compile(r"""['"](/[^'"]+)['"]""")
+MODULE = re.compile(r"""No module named ['"]?([\w.]+)""")
+ATTRIBUTE = re.compile(r"""object has no attribute ['"](\w+)['"]""")
+UNREADABLE = ("PermissionError", "Permission denied", "IsADirectoryError", "NotADirectoryError")
+
+
+@dataclass(frozen=True)
+class Hint:
+    """Policy keys that may help with one error, and what to put in them."""
+
+    keys: tuple[str, ...]
+    advice: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"keys": list(self.keys), "advice": self.advice}
+
+
+def hint_for(exception: str | None, message: str | None) -> Hint | None:
+    """The policy keys that may help with an error; None when no heuristic knows it."""
+    text = f"{exception or ''}: {message or ''}"
+    for rule in (_missing_file, _unreadable_file, _missing_module, _upstream_attribute, _unknown_flags):
+        hint = rule(text)
+        if hint is not None:
+            return hint
+    return None
+
+
+def _missing_file(text: str) -> Hint | None:
+    path = QUOTED_PATH.search(text)
+    if path is None or not ("FileNotFoundError" in text or "No such file" in text):
+        return None
+    return Hint(("harness.fixtures",), f"serve the file CI hosts have: a fixture with path '{path.group(1)}' "
+                                       f"(or a pattern such as '{_pattern(path.group(1))}')")
+
+
+def _unreadable_file(text: str) -> Hint | None:
+    path = QUOTED_PATH.search(text)
+    if path is None or not any(word in text for word in UNREADABLE):
+        return None
+    prefix = "/" + path.group(1).strip("/").split("/")[0] + "/"
+    return Hint(("harness.fixtures", "harness.existing_path_prefixes"),
+                f"'{path.group(1)}' looks present but cannot be read: serve it as a fixture, or check what "
+                f"`harness.existing_path_prefixes` ('{prefix}') makes look present")
+
+
+def _missing_module(text: str) -> Hint | None:
+    module = MODULE.search(text)
+    if module is None and "ModuleNotFoundError" not in text and "ImportError" not in text:
+        return None
+    name = module.group(1).split(".")[0] if module else "the module"
+    return Hint(("harness.stub_modules", "harness.real_packages"),
+                f"stub {name} (`harness.stub_modules`), or make it real (`harness.real_packages`) when a "
+                "stub cannot stand in for it")
+
+
+def _upstream_attribute(text: str) -> Hint | None:
+    attribute = ATTRIBUTE.search(text)
+    if attribute is None or "AttributeError" not in text or "Namespace" not in text:
+        return None
+    return Hint(("validation.attribute_defaults",),
+                f"give the upstream-owned option a value: `{attribute.group(1)}: <its default>`")
+
+
+def _unknown_flags(text: str) -> Hint | None:
+    if "unrecognized arguments" not in text:
+        return None
+    return Hint(("validation.unknown_flags", "validation.replace"),
+                "flags an absent upstream parser defines: replace that parser (`validation.replace` with "
+                "`argparse_with_provider`) or set `validation.unknown_flags: ignore`")
+
+
+def _pattern(path: str) -> str:
+    """The path with its second-to-last directory as '*' (one model's directory stands for every model's)."""
+    parts = path.split("/")
+    return "/".join([*parts[:-2], "*", parts[-1]]) if len(parts) > 3 else path
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """One error the harness met, how often, and the hint for it."""
+
+    where: str  # "base" for a validation error group, else the capture kind ("failed", "partial" …)
+    subject: str  # the error (base) or the CI script (capture)
+    error: str
+    count: int
+    hint: Hint | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "hint": self.hint.to_json() if self.hint else None}
+
+
+def diagnose(health: Health) -> list[Diagnosis]:
+    """Every base error group and every capture failure, each with its hint."""
+    found = [Diagnosis("base", describe(group.example), describe(group.example), group.count,
+                       hint_for(group.example.exception, group.example.message)) for group in health.errors]
+    for kind, failures in (("failed", health.failed), ("partial", health.partial)):
+        found += [Diagnosis(kind, failure.script, failure.reason, 1, hint_for(None, failure.reason))
+                  for failure in failures]
+    return found
+
+
+def doctor_json(health: Health, revision: str | None) -> str:
+    document = {"rev": revision, "health": health.to_json(),
+                "diagnoses": [diagnosis.to_json() for diagnosis in diagnose(health)]}
+    return json.dumps(document, indent=2) + "\n"
+
+
+def doctor_text(health: Health, revision: str) -> str:
+    lines = [f"doctor: {revision}", f"health: {summary_line(health)}"]
+    lines += _capture_lines(health)
+    diagnoses = [d for d in diagnose(health) if d.where == "base"]
+    if diagnoses:
+        lines.append("base errors, most common first:")
+    for diagnosis in diagnoses:
+        lines.append(f"  x{diagnosis.count} {diagnosis.error}")
+        lines += _hint_lines(diagnosis.hint)
+    verdict = "healthy" if health.could_analyse else "could not analyse"
+    lines.append(f"{verdict}: {health.reason}")
+    return "\n".join(lines) + "\n"
+
+
+def _capture_lines(health: Health) -> list[str]:
+    lines = []
+    for kind, failures in (("failed", health.failed), ("partial", health.partial),
+                           ("launch no entry", health.no_entry)):
+        for failure in failures:
+            lines.append(f"  {kind}: {failure.script}: {failure.reason}")
+            if kind != "launch no entry":  # a pytest or server script is no harness problem
+                lines += _hint_lines(hint_for(None, failure.reason))
+    lines += [f"  disabled: {script}" for script in health.disabled]
+    return lines
+
+
+def _hint_lines(hint: Hint | None) -> list[str]:
+    if hint is None:
+        return ["      no policy key known to help: read the error where it happens"]
+    return [f"      try {' or '.join(f'`{key}`' for key in hint.keys)}: {hint.advice}"]

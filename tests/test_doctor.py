@@ -1,0 +1,90 @@
+"""`prtriage doctor`: its hints on real error texts, and the real command on the miles twin in the sandbox."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from twin import build_miles_twin, line_of
+from twin.cli import MILES_POLICY, prtriage
+from twin.expected import ALL_SUITES, DISABLED, SCRIPTS
+from twin.variants import ARGUMENTS
+
+from app.analysis.doctor import hint_for
+
+
+def test_a_missing_absolute_file_asks_for_a_fixture_with_its_path_as_pattern() -> None:
+    hint = hint_for("FileNotFoundError", "[Errno 2] No such file or directory: "
+                                         "'/root/models/Qwen3-4B/generation_config.json'")
+    assert hint is not None and hint.keys == ("harness.fixtures",)
+    assert "'/root/models/Qwen3-4B/generation_config.json'" in hint.advice
+    assert "'/root/models/*/generation_config.json'" in hint.advice
+
+
+def test_a_present_but_unreadable_file_names_fixtures_and_existing_prefixes() -> None:
+    hint = hint_for("IsADirectoryError", "[Errno 21] Is a directory: '/root/models/Qwen3-4B/config.json'")
+    assert hint is not None and hint.keys == ("harness.fixtures", "harness.existing_path_prefixes")
+    assert "'/root/'" in hint.advice
+
+
+def test_imports_attributes_and_unknown_flags_name_their_keys() -> None:
+    module = hint_for("ModuleNotFoundError", "No module named 'sglang.srt'")
+    assert module is not None and module.keys == ("harness.stub_modules", "harness.real_packages")
+    assert "stub sglang " in module.advice
+    attribute = hint_for("AttributeError", "'Namespace' object has no attribute 'kv_channels'")
+    assert attribute is not None and attribute.keys == ("validation.attribute_defaults",)
+    assert "`kv_channels: <its default>`" in attribute.advice
+    flags = hint_for("SystemExit", "train.py: error: unrecognized arguments: --tensor-model-parallel-size 2")
+    assert flags is not None and flags.keys == ("validation.unknown_flags", "validation.replace")
+    # capture failures carry only a reason: the same heuristics read it
+    captured = hint_for(None, "ModuleNotFoundError: No module named 'ray'")
+    assert captured is not None and "stub ray " in captured.advice
+    assert hint_for("AssertionError", "rollout batch size must divide by tp * pp") is None
+
+
+def test_doctor_on_a_healthy_revision_exits_0_and_shows_what_capture_found(
+        miles_repo: Path, prtriage_cache: Path) -> None:
+    result = prtriage("doctor", "--repo", str(miles_repo), "--rev", "main", "--policy", str(MILES_POLICY),
+                      cache_dir=prtriage_cache)
+    assert result.returncode == 0, result.describe()
+    suites = len(ALL_SUITES)
+    assert f"health: {suites} suites from {len(SCRIPTS)} of {len(SCRIPTS) + 1} scripts (1 disabled); " \
+           f"base accepts {suites}/{suites} (100%), rejects 0, errors 0" in result.stdout
+    assert f"  disabled: {DISABLED}" in result.stdout
+    assert result.stdout.splitlines()[-1] == f"healthy: the base revision accepts {suites} of {suites} CI " \
+                                             "suites (100%)"
+
+
+def test_doctor_on_a_blind_revision_exits_3_with_the_error_and_the_key_that_helps(
+        miles_repo: Path, prtriage_cache: Path) -> None:
+    result = prtriage("doctor", "--repo", str(miles_repo), "--rev", "harness_noise-base", "--policy",
+                      str(MILES_POLICY), "--format", "json", cache_dir=prtriage_cache)
+    assert result.returncode == 3, result.describe()
+    document = result.json()
+    assert document["health"]["could_analyse"] is False
+    assert document["health"]["base"]["rejected"] == len(ALL_SUITES)
+    [diagnosis] = document["diagnoses"]
+    noise = line_of(miles_repo, "harness_noise-base", ARGUMENTS, "generation_config.json\")) as f:")
+    assert (diagnosis["where"], diagnosis["count"]) == ("base", len(ALL_SUITES))
+    assert diagnosis["error"].startswith("FileNotFoundError: ")
+    assert diagnosis["error"].endswith(f"at {ARGUMENTS}:{noise}")
+    assert diagnosis["hint"]["keys"] == ["harness.fixtures"]
+    assert "/generation_config.json'" in diagnosis["hint"]["advice"]
+
+
+def test_doctor_on_a_tree_without_git_and_its_text_when_blind(tmp_path: Path, prtriage_cache: Path) -> None:
+    tree = build_miles_twin(tmp_path / "tree", variant="harness_noise-base")
+    for path in [tmp_path, *tree.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    result = prtriage("doctor", "--tree", str(tree), "--policy", str(MILES_POLICY), cache_dir=prtriage_cache)
+    assert result.returncode == 3, result.describe()
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"doctor: {tree}"
+    assert f"  x{len(ALL_SUITES)} FileNotFoundError: " in result.stdout
+    assert "      try `harness.fixtures`: serve the file CI hosts have" in result.stdout
+    assert lines[-1].startswith("could not analyse: the base revision rejects or errors on ")
+
+
+def test_doctor_usage_errors_exit_2(miles_repo: Path, prtriage_cache: Path) -> None:
+    result = prtriage("doctor", "--repo", str(miles_repo), cache_dir=prtriage_cache)
+    assert result.returncode == 2
+    assert "doctor: --repo needs --rev, and no --tree" in result.stderr

@@ -1,0 +1,138 @@
+"""assess(): the analysis' own health, on hand-built matrices and results of both revisions."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from app.analysis.health import assess, describe, summary_line
+from app.analysis.model import CaptureFailure, Matrix, Outcome, Suite, SuiteResult
+from app.analysis.policy import PolicyError, parse_policy
+
+ARGS = "pkg/arguments.py"
+ACCEPTED = Outcome("accepted")
+NO_FILE = Outcome("rejected", "FileNotFoundError", "[Errno 2] No such file: '/root/models/a/gen.json'",
+                  ARGS, 7)
+NO_FILE_B = Outcome("rejected", "FileNotFoundError", "[Errno 2] No such file: '/root/models/b/gen.json'",
+                    ARGS, 7)
+STUB = Outcome("error", "TypeError", "'_Stub' object is not iterable", None, None)
+
+
+def matrix(count: int, **kinds: tuple[CaptureFailure, ...]) -> Matrix:
+    suites = tuple(Suite(id=f"tests/test_{i}.py", script=f"tests/test_{i}.py", argv=("--x",))
+                   for i in range(count))
+    return Matrix(suites=suites, scripts=count + len(kinds.get("failed", ())), captured=count,
+                  disabled=("tests/test_off.py",), **kinds)  # type: ignore[arg-type]
+
+
+def results(m: Matrix, *outcomes: Outcome, hit: dict[str, tuple[int, ...]] | None = None,
+            ) -> dict[str, SuiteResult]:
+    """The first suites end with OUTCOMES, the rest are accepted; HIT: lines_hit of every suite."""
+    ended = list(outcomes) + [ACCEPTED] * (len(m.suites) - len(outcomes))
+    return {s.id: SuiteResult(s.id, o, lines_hit=hit or {}) for s, o in zip(m.suites, ended, strict=True)}
+
+
+def test_a_base_that_accepts_every_suite_is_healthy() -> None:
+    m = matrix(20)
+    health = assess(m, results(m), results(m, hit={ARGS: (3,)}), {ARGS: [3]})
+    assert health.could_analyse
+    assert (health.base_accepted, health.base_rejected, health.base_errors) == (20, 0, 0)
+    assert health.accepted_share == 1.0 and health.errors == () and health.base_failures == ()
+    assert health.reason == "the base revision accepts 20 of 20 CI suites (100%)"
+    assert health.lines_changed and health.lines_reached
+
+
+def test_base_failures_up_to_the_threshold_are_healthy_beyond_it_could_not_analyse() -> None:
+    m = matrix(20)
+    two = assess(m, results(m, NO_FILE, STUB), results(m, NO_FILE, STUB), {})
+    assert two.could_analyse and (two.base_rejected, two.base_errors) == (1, 1)  # 10%: at the limit
+    three = assess(m, results(m, NO_FILE, NO_FILE_B, STUB), {}, {})
+    assert not three.could_analyse
+    assert "3 of 20 CI suites (15%, more than the policy's 10%)" in three.reason
+    assert "most common base error: FileNotFoundError: [Errno 2] No such file: '/root/models/a/gen.json' " \
+           f"at {ARGS}:7" in three.reason
+    strict = assess(m, results(m, NO_FILE), {}, {}, max_base_failures=0.0)
+    assert not strict.could_analyse
+
+
+def test_base_failures_the_head_accepts_are_the_base_s_own_breakage_not_blindness() -> None:
+    m = matrix(10)
+    # a revert: its base rejects five suites CI broke on, its head accepts them again
+    revert = assess(m, results(m, *[NO_FILE] * 5), results(m), {})
+    assert revert.could_analyse and (revert.base_rejected, revert.fixed_at_head) == (5, 5)
+    assert revert.failure_share == 0.0
+    both = assess(m, results(m, *[NO_FILE] * 5), results(m, NO_FILE, NO_FILE), {})
+    assert not both.could_analyse and both.fixed_at_head == 3
+    assert "on 2 of 10 CI suites (and 3 the head accepts) (20%" in both.reason
+    # one revision alone (doctor): every base failure counts
+    assert not assess(m, results(m, *[NO_FILE] * 5), {}, {}).could_analyse
+
+
+def test_base_errors_are_grouped_by_exception_and_line_most_common_first() -> None:
+    m = matrix(5)
+    health = assess(m, results(m, STUB, NO_FILE, NO_FILE_B, STUB, NO_FILE), results(m), {})
+    first, second = health.errors
+    assert (first.example, first.count) == (NO_FILE, 3)  # the first suite's message stands for its group
+    assert (second.example, second.count) == (STUB, 2)
+    assert describe(first.example) == f"FileNotFoundError: {NO_FILE.message} at {ARGS}:7"
+    assert describe(STUB) == "TypeError: '_Stub' object is not iterable"
+    assert [f.suite for f in health.base_failures] == [s.id for s in m.suites]
+    assert health.accepted_share == 0.0
+
+
+def test_a_change_no_suite_reaches_because_every_suite_died_before_it_could_not_analyse() -> None:
+    m = matrix(4)
+    rejected = Outcome("rejected", "AssertionError", "earlier assert", ARGS, 2)
+    health = assess(m, results(m), results(m, *[rejected] * 4), {ARGS: [9]})
+    assert not health.could_analyse and health.lines_changed and not health.lines_reached
+    assert "ran for no suite" in health.reason
+    # the same change unreached by suites the head accepts is merely "not exercised": healthy
+    assert assess(m, results(m), results(m), {ARGS: [9]}).could_analyse
+    # reached by one suite: healthy, even though every suite is rejected
+    reached = results(m, *[rejected] * 4)
+    reached[m.suites[0].id] = SuiteResult(m.suites[0].id, rejected, lines_hit={ARGS: (9,)})
+    assert assess(m, results(m), reached, {ARGS: [9]}).could_analyse
+
+
+def test_no_suite_captured_could_not_analyse() -> None:
+    m = Matrix(suites=(), scripts=3, captured=0, failed=(CaptureFailure("tests/test_a.py", "died"),))
+    health = assess(m, {}, {}, {})
+    assert not health.could_analyse and "no CI suite was captured" in health.reason
+
+
+def test_the_summary_counts_scripts_by_kind() -> None:
+    kinds = {"failed": (CaptureFailure("tests/test_f.py", "died"),),
+             "no_entry": (CaptureFailure("tests/test_p.py", "pytest"),),
+             "partial": (CaptureFailure("tests/test_0.py", "failed after"),)}
+    m = matrix(4, **kinds)
+    health = assess(m, results(m, NO_FILE), {}, {})
+    assert summary_line(health) == ("4 suites from 4 of 6 scripts (1 disabled, 1 launch no entry, 1 failed, "
+                                    "1 partial); base accepts 3/4 (75%), rejects 1, errors 0")
+
+
+def test_json_carries_every_figure() -> None:
+    m = matrix(2, failed=(CaptureFailure("tests/test_f.py", "died"),))
+    document = json.loads(json.dumps(assess(m, results(m, NO_FILE), {}, {}).to_json()))
+    assert document["could_analyse"] is False and document["suites"] == 2
+    assert document["base"] == {"accepted": 1, "rejected": 1, "error": 0, "accepted_share": 0.5}
+    assert document["scripts"]["failed"] == [{"script": "tests/test_f.py", "reason": "died"}]
+    assert document["scripts"]["disabled"] == ["tests/test_off.py"]
+    assert document["errors"][0]["count"] == 1 and document["base_failures"][0]["suite"] == "tests/test_0.py"
+    assert document["base_failures"][0]["exception"] == "FileNotFoundError"
+    assert document["max_base_failures"] == 0.1
+
+
+POLICY = ('version: 1\nvalidation:\n  paths: ["a.py"]\n  entry: "a:parse"\n'
+          'matrix:\n  sources: [{kind: static, suites: []}]\n')
+
+
+def test_the_policy_keys_default_and_are_strict() -> None:
+    default = parse_policy(POLICY, "p.yml").health
+    assert (default.max_base_failures, default.fail_open) == (0.10, False)
+    chosen = parse_policy(POLICY + "health: {max_base_failures: 0.5, fail_open: true}\n", "p.yml").health
+    assert (chosen.max_base_failures, chosen.fail_open) == (0.5, True)
+    with pytest.raises(PolicyError, match=r"health\.max_base_failures"):
+        parse_policy(POLICY + "health: {max_base_failures: 1.5}\n", "p.yml")
+    with pytest.raises(PolicyError, match=r"health\.min_accepted"):
+        parse_policy(POLICY + "health: {min_accepted: 0.9}\n", "p.yml")
