@@ -18,6 +18,8 @@ Name = Annotated[str, Field(min_length=1, max_length=255, pattern=r"^[^\x00]+$")
 Sha = Annotated[str, Field(pattern=r"^[0-9a-fA-F]{7,64}$")]
 Action = Annotated[str, Field(pattern=r"^[a-z_]{1,64}$")]
 AccountType = Annotated[str, Field(max_length=32, pattern=r"^[^\x00]*$")]
+# a key or identifier that may end up in an ignored delivery's reason
+Word = Annotated[str, Field(max_length=64, pattern=r"^[^\x00]*$")]
 
 
 class Model(BaseModel):
@@ -71,7 +73,7 @@ class PullRequestEvent(Envelope):
     pull_request: PullRequest
     repository: Repository
     sender: Account | None = None
-    changes: dict[str, Any] | None = None
+    changes: dict[Word, Any] | None = None
 
 
 class PullRef(Model):
@@ -89,7 +91,7 @@ class CheckRun(Model):
 
 
 class RequestedAction(Model):
-    identifier: Annotated[str, Field(max_length=64)]
+    identifier: Word
 
 
 class CheckRunEvent(Envelope):
