@@ -272,11 +272,16 @@ def check_command(args: argparse.Namespace) -> int:
     policy = resolve_policy(args.policy, base, args.repo)
     report = run_check(base.tree, head.tree, policy, base_sha=base.sha, head_sha=head.sha,
                        cache_dir=cache_dir, allow_unsandboxed=args.allow_unsandboxed,
-                       progress=progress_printer(args.progress))
+                       progress=progress_printer(args.progress), repository=repository_of(args))
     sys.stdout.write(render(report, args.format))
     if not report.could_analyse:  # blind: never 0, and not 1 either, whatever the findings say
         return EXIT_CANNOT_RUN
     return EXIT_BLOCKING if report.blocking else EXIT_OK
+
+
+def repository_of(args: argparse.Namespace) -> str | None:
+    """What scopes the cached matrices: the checkout's real path (trees given as directories: none)."""
+    return str(Path(args.repo).resolve()) if getattr(args, "repo", None) else None
 
 
 def check_revisions(args: argparse.Namespace, cache_dir: Path) -> tuple[Revision, Revision]:
@@ -294,7 +299,7 @@ def doctor_command(args: argparse.Namespace) -> int:
     revision = single_revision(args, cache_dir, "doctor")
     policy = resolve_policy(args.policy, revision, args.repo)
     health = run_doctor(revision.tree, policy, cache_dir=cache_dir, allow_unsandboxed=args.allow_unsandboxed,
-                        progress=progress_printer(args.progress))
+                        progress=progress_printer(args.progress), repository=repository_of(args))
     if args.format == "json":
         sys.stdout.write(doctor_json(health, revision.sha))
     else:
@@ -311,7 +316,8 @@ def matrix_command(args: argparse.Namespace) -> int:
     printer = progress_printer(args.progress)
     on_progress = (lambda done, total, what: printer("capture", done, total, what)) if printer else None
     matrix, cached = capture_matrix(revision.tree, policy, cache_dir=cache_dir,
-                                    allow_unsandboxed=args.allow_unsandboxed, on_progress=on_progress)
+                                    allow_unsandboxed=args.allow_unsandboxed, on_progress=on_progress,
+                                    repository=repository_of(args))
     if args.format == "json":
         print(json.dumps({"rev": revision.sha, **matrix.to_json(), "cached": cached}, indent=2))
     else:
