@@ -130,11 +130,7 @@ def _add_matrix(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     matrix = commands.add_parser(
         "matrix", help="the CI suites found at one revision",
         description="Capture the CI flag matrix of one revision: --repo with --rev, or --tree DIR.")
-    matrix.add_argument("--repo", type=Path, metavar="PATH", help="git repository")
-    matrix.add_argument("--rev", metavar="REV", help="revision (with --repo)")
-    matrix.add_argument("--tree", type=Path, metavar="DIR", help="unpacked tree (without --repo)")
-    matrix.add_argument("--format", choices=("text", "json"), default="text")
-    _common_options(matrix)
+    _one_revision_options(matrix)
     matrix.set_defaults(command=matrix_command)
 
 
@@ -145,12 +141,17 @@ def _add_doctor(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
                     "capture found, what the revision accepts, its errors grouped, and for each the policy "
                     "keys that may help. --repo with --rev, or --tree DIR.",
         epilog="exit status: 0 healthy, 2 bad usage or invalid policy, 3 could not analyse")
-    doctor.add_argument("--repo", type=Path, metavar="PATH", help="git repository")
-    doctor.add_argument("--rev", metavar="REV", help="revision (with --repo)")
-    doctor.add_argument("--tree", type=Path, metavar="DIR", help="unpacked tree (without --repo)")
-    doctor.add_argument("--format", choices=("text", "json"), default="text")
-    _common_options(doctor)
+    _one_revision_options(doctor)
     doctor.set_defaults(command=doctor_command)
+
+
+def _one_revision_options(parser: argparse.ArgumentParser) -> None:
+    """The options of a command on one revision (matrix, doctor)."""
+    parser.add_argument("--repo", type=Path, metavar="PATH", help="git repository")
+    parser.add_argument("--rev", metavar="REV", help="revision (with --repo)")
+    parser.add_argument("--tree", type=Path, metavar="DIR", help="unpacked tree (without --repo)")
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    _common_options(parser)
 
 
 def _add_service(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
