@@ -88,6 +88,7 @@ class Capture:
         script, records = task
         settings = intercept_shell.ShellSettings(self.tools, records, self.launchers,
                                                  min(MAX_SHELL_SECONDS, self.seconds / 2))
+        fsfakes.fresh_overlay()  # what another script wrote under /root/ is not this script's CI host
         intercept.install(settings)
         intercept_net.install()
         vclock.install()

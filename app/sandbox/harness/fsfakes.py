@@ -28,7 +28,8 @@ else:
 _virtual = vpaths.VirtualPaths({})
 _removed: set[str] = set()  # virtual paths the process deleted: gone, with everything below them
 _installed = False
-OVERLAY = "/tmp/.prtriage-overlay"  # where writes to virtual paths land (the sandbox's /tmp is scratch)
+OVERLAY_ROOT = "/tmp/.prtriage-overlay"  # where writes to virtual paths land (the sandbox's /tmp is scratch)
+OVERLAY = OVERLAY_ROOT
 
 _real_open = builtins.open
 _real_stat = os.stat
@@ -54,6 +55,17 @@ def install(repo: str, harness_policy: dict[str, Any]) -> None:
                               (os, "access", _access), (os, "mkdir", _mkdir), (os, "remove", _remove),
                               (os, "unlink", _remove), (os, "rmdir", _rmdir), (shutil, "rmtree", _rmtree)):
         setattr(owner, name, fake)
+
+
+def fresh_overlay() -> None:
+    """Start this process from the CI host's files as the policy describes them: an overlay of its own.
+
+    Each script (and each suite) runs in a forked child; without this, what one wrote under /root/ would
+    be there for the next, and a matrix would depend on which scripts ran before.
+    """
+    global OVERLAY
+    OVERLAY = f"{OVERLAY_ROOT}/{os.getpid()}"
+    _removed.clear()
 
 
 def virtual_node(target: Any) -> vpaths.Node | None:
