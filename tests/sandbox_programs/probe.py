@@ -184,6 +184,17 @@ def flood(job: dict[str, Any]) -> None:
 
 
 @action
+def bad_line(job: dict[str, Any]) -> None:
+    """Writes what a hostile program could put on the channel: a deeply nested line, or a huge one."""
+    send({"type": "before"})
+    depth = job.get("depth", 0)
+    value = "[" * depth + "]" * depth if depth else '"' + "x" * job["bytes"] + '"'
+    line = '{"type": "suite", "value": ' + value + "}"
+    os.write(1, line.encode() + b"\n")
+    send({"type": "after"})
+
+
+@action
 def kill_parents(job: dict[str, Any]) -> None:
     results = {}
     for label, pid in (("parent", os.getppid()), ("init", 1), ("everyone", -1)):
