@@ -37,6 +37,7 @@ from app.sandbox.supervise import SandboxInit, Watch, supervise
 from app.sandbox.view import HARNESS, JOB, REPO, build_view
 
 HARNESS_DIR = Path(__file__).resolve().parent / "harness"
+REAPER = Path(__file__).resolve().parent / "reap.py"
 PROBE_LIMITS = Limits(total_seconds=30)
 INSTALL_HINT = "install it (Debian/Ubuntu: apt-get install bubblewrap) or point PRTRIAGE_BWRAP at it"
 
@@ -138,7 +139,9 @@ def _run_sandboxed(binary: str, workspace: _Workspace, *, repo_dir: Path, harnes
             if caller_is_root():
                 view, mounts = stage_view(view, stack.enter_context(staging_dir()))
                 prefix = launch_prefix(mounts, tools=find_tools(), uid=stack.enter_context(sandbox_uid()))
-            argv = [*prefix, *sandbox_argv(binary, view, limits, info_fd=info_write, command=command)]
+            # the reaper first: it stays the parent of whatever bubblewrap leaves (see app/sandbox/reap.py)
+            argv = [sys.executable, "-I", "-S", "-B", str(REAPER), *prefix,
+                    *sandbox_argv(binary, view, limits, info_fd=info_write, command=command)]
             process = _start(argv, limits, env=LAUNCH_ENV, pass_fds=(info_write,))
         except BaseException:
             init.close()
