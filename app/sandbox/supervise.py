@@ -27,7 +27,11 @@ TEARDOWN_SECONDS = 5.0
 MESSAGE_MAX_BYTES = 4 * MIB
 MESSAGE_MAX_DEPTH = 64
 
+# How often a guard (the memory cgroup's kill counter) is looked at while the run goes on.
+GUARD_SECONDS = 0.1
+
 OnMessage = Callable[[dict[str, Any]], None]
+Guard = Callable[[], str | None]
 
 
 @dataclass
@@ -234,29 +238,35 @@ def _never_stops(sink: Callable[[bytes], None]) -> Callable[[bytes], str | None]
 
 
 def supervise(process: subprocess.Popen[bytes], limits: Limits, *, on_message: OnMessage | None,
-              init: SandboxInit | None) -> Watch:
-    """Stream `process`'s messages until it ends or breaks a limit, then make sure all of it is gone."""
+              init: SandboxInit | None, guard: Guard | None = None) -> Watch:
+    """Stream `process`'s messages until it ends or breaks a limit, then make sure all of it is gone.
+
+    `guard`, polled as the run goes and once at its end, names a limit the kernel enforced (None: none)."""
     messages, tail = _Messages(on_message, limits.output_mb * MIB), _Tail()
     pipes = _Pipes(process, messages, tail, init)
     stopped: str | None = "stopped by an error in the runner"
     try:
-        stopped = _pump(pipes, limits)
+        stopped = _pump(pipes, limits, guard)
     finally:
         try:
             _stop(process, pipes, init)
         finally:
             _release(process, pipes, init)
     stopped = messages.finish() if stopped is None else stopped
+    if guard is not None and stopped is None:
+        stopped = guard()  # a kill for memory in the run's last moments, after the last poll
     return Watch(messages.messages, process.returncode, stopped, tail.text())
 
 
-def _pump(pipes: _Pipes, limits: Limits) -> str | None:
+def _pump(pipes: _Pipes, limits: Limits, guard: Guard | None) -> str | None:
     deadline, draining = time.monotonic() + limits.total_seconds, False
     while pipes.busy():
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return None if draining else f"timed out after {limits.total_seconds:g} s"
-        if reason := pipes.step(remaining):
+        if reason := pipes.step(remaining if guard is None else min(remaining, GUARD_SECONDS)):
+            return reason
+        if guard is not None and (reason := guard()):
             return reason
         if pipes.exited and not draining:
             draining, deadline = True, min(deadline, time.monotonic() + DRAIN_SECONDS)
