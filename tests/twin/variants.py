@@ -61,10 +61,13 @@ ENV_ASSERT = ('assert not args.partial_rollout, '
 ENV_SENSITIVE = _insert_after(ARGUMENTS, "        args.rollout_function_path = REFACTORED_ROLLOUT_FUNCTION\n",
                               f"        {ENV_ASSERT}\n")
 
-# Harness noise: generation_config.json exists on CI hosts, in no sandbox and under no fixture pattern.
+# Harness noise: generation_config.json exists on CI hosts, in no sandbox, under no fixture pattern and
+# outside the policy's CI-host prefixes (under /root/ it would be an empty file: a JSONDecodeError instead).
 NOISE_OPEN = _insert_after(ARGUMENTS, "def miles_validate_args(args):\n",
-                           "    # sampling defaults (stop tokens) come from the model's generation config\n"
-                           '    with open(os.path.join(args.hf_checkpoint, "generation_config.json")) as f:\n'
+                           "    # sampling defaults (stop tokens): the model's generation config\n"
+                           '    model = os.path.basename(args.hf_checkpoint.rstrip("/"))\n'
+                           '    with open(os.path.join("/mnt/nfs/generation_configs", model, '
+                           '"generation_config.json")) as f:\n'
                            "        generation_config = json.load(f)\n\n")
 NOISE_USE = _insert_before(ARGUMENTS, "    if args.eps_clip_high is None:\n",
                            "    if args.rollout_stop_token_ids is None:\n"
