@@ -84,6 +84,16 @@ SEED_FROM_RUNNER = Edit(FSDP_TEST, '        extra_args="--gradient-checkpointing
                         "--rollout-seed {os.environ['MILES_CI_SEED']}\",\n")
 IMPORT_OS = _insert_before(FSDP_TEST, "from scripts.run_qwen3_4b", "import os\n\n")
 
+# A PR that forbids zigzag context parallelism for DSA checkpoints; only the GLM-5 suite's checkpoint is
+# one, which the validation sees only in the config.json served at its own path (`fixture_file`).
+# radixark/miles: miles/utils/arguments.py hf_validate_args has the same shape for DeepSeek V4:
+#   if (hf_config.model_type == "deepseek_v4" or ...) and args.context_parallel_size > 1:
+#       assert args.allgather_cp, "zigzag CP is not supported for DeepSeek V4."
+DSA_ASSERT = 'assert getattr(args, "allgather_cp", False), "zigzag CP is not supported for DSA models."'
+DSA_CONTEXT_PARALLEL = _insert_before(ARGUMENTS, '    if getattr(hf_config, "num_experts", None) and not ',
+                                      "    if is_dsa(hf_config) and args.context_parallel_size > 1:\n"
+                                      f"        {DSA_ASSERT}\n")
+
 
 @dataclass(frozen=True)
 class Variant:
@@ -113,6 +123,8 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
             "Add --rollout-seed; the FSDP test takes the runner's seed"),
     Variant("env_sensitive", "main", (ENV_SENSITIVE,),
             "The refactored rollout does not support partial rollout yet"),
+    Variant("dsa_context_parallel", "main", (DSA_CONTEXT_PARALLEL,),
+            "Zigzag context parallelism is not supported for DSA models"),
 )}
 
 
