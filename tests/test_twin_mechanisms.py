@@ -143,7 +143,7 @@ def test_a_script_checking_its_own_side_effects_is_a_partial_capture(matrix: dic
     assert "ValueError: Invalid latest checkpoint value:" in entry["reason"]
     assert f"(at {CKPT}:" in entry["reason"]
     assert [suite["id"] for suite in matrix["suites"] if suite["script"] == CKPT] == [CKPT]
-    assert value_after(argv_of(matrix, CKPT), "--save") == "/root/models/Qwen3-4B_miles"
+    assert value_after(argv_of(matrix, CKPT), "--save") == "/root/Qwen3-4B_miles"
     _, report = check("incident")
     assert base_outcomes(report)[CKPT]["outcome"] == "accepted"
     assert [entry["script"] for entry in report["health"]["scripts"]["partial"]] == [CKPT]

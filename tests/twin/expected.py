@@ -194,7 +194,7 @@ def expected_suites(*, num_hidden_layers: int, checkpointed_iteration: int) -> d
                   f"{FT_DUMP_DIR}/target/rollout_{{rollout_id}}.pt")),
         # only the save run: the load run needs the tracker the save run writes on GPUs
         ExpectedSuite(CKPT, "train.py", "qwen3-4B", qwen3_4b_recipe(
-            extra="--save /root/models/Qwen3-4B_miles --save-interval 2")),
+            extra="--save /root/Qwen3-4B_miles --save-interval 2")),
         ExpectedSuite(GLM47_R3, "train.py", "glm4.7-flash", glm47_flash_recipe()),
         ExpectedSuite(GLM5, "train.py", "glm5.2-744B-A40B_5layer", glm5_recipe()),
     ]
