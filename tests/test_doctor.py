@@ -26,6 +26,13 @@ def test_a_present_but_unreadable_file_names_fixtures_and_existing_prefixes() ->
     assert "'/root/'" in hint.advice
 
 
+def test_an_empty_file_served_under_a_prefix_asks_for_its_content() -> None:
+    # Under harness.existing_path_prefixes a CI host's file exists here, empty: JSON fails on its first byte.
+    hint = hint_for("JSONDecodeError", "Expecting value: line 1 column 1 (char 0)")
+    assert hint is not None and hint.keys == ("harness.fixtures",)
+    assert "serves empty" in hint.advice
+
+
 def test_imports_attributes_and_unknown_flags_name_their_keys() -> None:
     module = hint_for("ModuleNotFoundError", "No module named 'sglang.srt'")
     assert module is not None and module.keys == ("harness.stub_modules", "harness.real_packages")
@@ -67,11 +74,10 @@ def test_doctor_on_a_blind_revision_exits_3_with_the_error_and_the_key_that_help
     assert (partial["where"], partial["subject"], partial["hint"]) == ("partial", CKPT, None)
     noise = line_of(miles_repo, "harness_noise-base", ARGUMENTS, "generation_config.json\")) as f:")
     assert (diagnosis["where"], diagnosis["count"]) == ("base", len(ALL_SUITES))
-    # the twin's generation_config.json exists under the CI-host prefix, served empty
-    assert diagnosis["error"].startswith("JSONDecodeError: ")
-    assert diagnosis["error"].endswith(f"at {ARGUMENTS}:{noise + 1}")  # json.load, the line after the open
+    assert diagnosis["error"].startswith("FileNotFoundError: ")
+    assert diagnosis["error"].endswith(f"at {ARGUMENTS}:{noise}")
     assert diagnosis["hint"]["keys"] == ["harness.fixtures"]
-    assert "serves empty" in diagnosis["hint"]["advice"]
+    assert "/generation_config.json'" in diagnosis["hint"]["advice"]
 
 
 def test_doctor_on_a_tree_without_git_and_its_text_when_blind(tmp_path: Path, prtriage_cache: Path) -> None:
@@ -82,8 +88,8 @@ def test_doctor_on_a_tree_without_git_and_its_text_when_blind(tmp_path: Path, pr
     assert result.returncode == 3, result.describe()
     lines = result.stdout.splitlines()
     assert lines[0] == f"doctor: {tree}"
-    assert f"  x{len(ALL_SUITES)} JSONDecodeError: " in result.stdout
-    assert "      try `harness.fixtures`: a file the harness serves empty" in result.stdout
+    assert f"  x{len(ALL_SUITES)} FileNotFoundError: " in result.stdout
+    assert "      try `harness.fixtures`: serve the file CI hosts have" in result.stdout
     assert lines[-1].startswith("could not analyse: the base revision rejects or errors on ")
 
 
