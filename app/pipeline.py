@@ -122,6 +122,13 @@ def process_delivery(services: Services, guid: str, *, final: bool = True) -> li
         if delivery.status != "queued":
             return []
         summary = dict(delivery.payload_summary)
+    with services.leases.delivery(services.writing, guid) as claimed:
+        if not claimed:  # done meanwhile, or a live job has it (a second message for one delivery)
+            return []
+        return _run_job(services, guid, summary, final=final)
+
+
+def _run_job(services: Services, guid: str, summary: dict[str, Any], *, final: bool) -> list[int]:
     try:
         return JOBS[summary["job"]](services, guid, summary)
     except Exception as exc:
@@ -302,7 +309,8 @@ def triage_run(services: Services, run_id: int) -> None:
         target = _target(services, run_id)  # again, under the lock: the other worker may have superseded it
         if target is None:
             return
-        _triage_locked(services, services.client(target.installation_id), target)
+        with services.leases.run(services.writing, run_id):
+            _triage_locked(services, services.client(target.installation_id), target)
     finally:
         held.release()
 
