@@ -24,8 +24,9 @@ DEAD = "gone-host:4242"  # the holder name of a worker that was killed
 
 
 def _deliver(service: Service, fake: FakeGitHub, number: int) -> str:
-    fake.add_pull(REPO, number, head_sha=sha(f"head {number}"), base_sha=sha("base"), files=["README.md"])
-    payload = pull_request_event(fake, "opened", full_name=REPO, number=number, head_sha=sha(f"head {number}"),
+    head = sha(f"head {number}")
+    fake.add_pull(REPO, number, head_sha=head, base_sha=sha("base"), files=["README.md"])
+    payload = pull_request_event(fake, "opened", full_name=REPO, number=number, head_sha=head,
                                  base_sha=sha("base"))
     guid = f"guid-{number}"
     assert service.post("pull_request", payload, guid=guid).status_code == 202
