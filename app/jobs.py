@@ -110,6 +110,7 @@ def make_queue(services: Services, huey: Huey | None = None) -> Queue:
         count(task="delivery", outcome="done")
         for run_id in run_ids:
             queue.triage(run_id)
+        recovery.queued(services, run_ids)
 
     def triage(run_id: int) -> None:
         try:

@@ -475,9 +475,18 @@ def _publish(services: Services, client: GitHubClient, target: RunTarget, check_
         _store(services, target, report, "cancelled")
         return "cancelled"
     _post_comment(client, target, report)
-    _complete(client, target, check_run_id, output)
+    if not (target.check_run_id is not None and _completed(services, client, target, check_run_id)):
+        _complete(client, target, check_run_id, output)
     _store(services, target, report, output.conclusion)
     return output.conclusion
+
+
+def _completed(services: Services, client: GitHubClient, target: RunTarget, check_run_id: int) -> bool:
+    """Whether a run taken over from a dead worker had its check run completed already (the worker died
+    between completing it and storing the result): the same verdict is not posted twice."""
+    runs = client.list_check_runs(target.owner, target.repo, target.head_sha,
+                                  check_name=services.settings.check_name)
+    return any(run.id == check_run_id and run.status == "completed" for run in runs)
 
 
 def _post_comment(client: GitHubClient, target: RunTarget, report: CheckReport) -> None:

@@ -20,12 +20,12 @@ from datetime import timedelta
 
 from app.leases import QUEUED_GRACE
 from app.services import Services
-from app.store.leases import lapsed_deliveries, orphan_candidates, requeue_delivery, requeue_run
+from app.store.leases import handed_over, lapsed_deliveries, orphan_candidates, requeue_delivery, requeue_run
 from app.store.session import session_scope
 
 log = logging.getLogger(__name__)
 
-__all__ = ["QUEUED_GRACE", "Lost", "find_lost"]
+__all__ = ["QUEUED_GRACE", "Lost", "find_lost", "queued"]
 
 
 @dataclass(frozen=True)
@@ -62,3 +62,10 @@ def _take_run(services: Services, run_id: int, pr_id: int, grace: timedelta) -> 
             return requeue_run(session, run_id=run_id, grace=grace)
     finally:
         held.release()
+
+
+def queued(services: Services, run_ids: list[int]) -> None:
+    """The new runs' messages are in the queue: from now on they wait with the long grace."""
+    if run_ids:
+        with services.writing() as session:
+            handed_over(session, run_ids=run_ids, grace=QUEUED_GRACE)

@@ -18,6 +18,9 @@ from app.store.models import Delivery, TriageRun
 from app.store.types import utcnow
 
 ACTIVE_RUNS = ("queued", "running")
+# A new run's deadline until the job that started it has queued its message (handed_over): a worker that
+# dies in between leaves a run with no message, taken back this soon rather than after the long grace.
+HANDOVER = timedelta(seconds=60)
 
 
 def _deadline_passed(table: Any, created: Any, *, now: datetime, grace: timedelta) -> ColumnElement[bool]:
@@ -56,6 +59,13 @@ def renew(session: Session, *, holder: str, guids: Iterable[str], run_ids: Itera
     if run_ids := list(run_ids):
         session.execute(update(TriageRun).where(TriageRun.id.in_(run_ids), TriageRun.claimed_by == holder)
                         .values(lease_until=until))
+
+
+def handed_over(session: Session, *, run_ids: Iterable[int], grace: timedelta) -> None:
+    """The runs' messages are queued: they may wait GRACE (unless a job claimed one meanwhile)."""
+    if run_ids := list(run_ids):
+        session.execute(update(TriageRun).where(TriageRun.id.in_(run_ids), TriageRun.claimed_by.is_(None))
+                        .values(lease_until=utcnow() + grace))
 
 
 def lapsed_deliveries(session: Session, *, grace: timedelta) -> list[str]:

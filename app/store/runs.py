@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import exists, select, update
 from sqlalchemy.orm import Session
 
+from app.store.leases import HANDOVER
 from app.store.models import Conclusion, Finding, PullRequest, RunEvent, SuiteOutcome, TriageRun
 from app.store.rows import get_or_raise
 from app.store.types import utcnow
@@ -35,7 +36,7 @@ def start_run(session: Session, *, pr: PullRequest | int, head_sha: str, base_sh
         run.status, run.conclusion, run.finished_at = "superseded", "cancelled", now
         run.superseded_by = head_sha
     run = TriageRun(pull_request_id=pr_id, head_sha=head_sha, base_sha=base_sha, status="queued",
-                    created_at=now)
+                    created_at=now, lease_until=now + HANDOVER)
     session.add(run)
     session.flush()
     return StartedRun(run, older)
