@@ -26,9 +26,10 @@ from app.github.client import GitHubClient
 from app.github.models import PullInfo
 from app.report import RERUN_BUTTON, superseded_reason
 from app.services import Services
-from app.store.models import Finding, Installation, PullRequest
+from app.store.models import Finding, Installation, PullRequest, TriageRun
 from app.store.queries import (
     acknowledge_findings,
+    acknowledge_run,
     close_window,
     get_pull_request,
     latest_run,
@@ -42,8 +43,9 @@ from app.store.session import session_scope
 
 log = logging.getLogger(__name__)
 
-WRITERS = ("admin", "write")
+WRITERS = ("admin", "maintain", "write")  # GitHub's legacy permission reads maintain as write already
 DONE, QUEUED, PUZZLED = "+1", "rocket", "confused"
+_TITLE_CHARS = 200  # a check run's title is one line on the PR page
 
 
 @dataclass(frozen=True)
@@ -158,13 +160,41 @@ def _ack(services: Services, client: GitHubClient, comment: PullComment, reason:
         run = latest_run(session, pr_id=pr_id) if pr_id is not None else None
         if run is None or run.status in ("queued", "running"):
             return Answer(reply=f"@{comment.author} there is no finished triage to acknowledge yet.")
-        acknowledged = acknowledge_findings(session, run_id=run.id, actor=comment.author, reason=reason)
-        findings = [f for f in run.findings if f.severity == "blocking"]
-        head_sha = run.head_sha
+        head_sha, unconcluded = run.head_sha, run.conclusion == "action_required"
+        if unconcluded:  # recorded before GitHub is told: the command carried out again finds it done
+            if not acknowledge_run(session, run_id=run.id, actor=comment.author, reason=reason):
+                return Answer(reply=f"@{comment.author} the latest triage was acknowledged already, by "
+                                    f"@{run.acknowledged_by}.")
+            why = run.error or _health_reason(run) or "the analysis could not conclude"
+        else:
+            acknowledged = acknowledge_findings(session, run_id=run.id, actor=comment.author, reason=reason)
+            findings = [f for f in run.findings if f.severity == "blocking"]
+    if unconcluded:
+        _post_acknowledged_unconcluded(services, client, comment, head_sha, reason, why)
+        return Answer(DONE)
     if not acknowledged:
         return Answer(reply=f"@{comment.author} the latest triage has no unacknowledged blocking finding.")
     _post_acknowledged_check(services, client, comment, head_sha, reason, findings)
     return Answer(DONE)
+
+
+def _post_acknowledged_unconcluded(services: Services, client: GitHubClient, comment: PullComment,
+                                   head_sha: str, reason: str, why: str) -> None:
+    """A run that could not conclude (could not analyse, internal error) blocks its required check until a
+    writer lets it through: a new check run of the same name on the head says success, who and why."""
+    owner, name = comment.owner_repo
+    title = f"Not analysed; acknowledged by @{comment.author}: {reason}"[:_TITLE_CHARS]
+    summary = (f"@{comment.author} let this head through without an analysis: {reason}\n\n"
+               f"Why the triage could not conclude: {why}")
+    check_run_id = create_check_run(client, owner, name, name=services.settings.check_name, head_sha=head_sha,
+                                    external_id=f"prtriage-ack-{comment.comment_id}", title=title)
+    complete_check_run(client, owner, name, check_run_id, conclusion="success", title=title, summary=summary,
+                       actions=[RERUN_BUTTON])
+
+
+def _health_reason(run: TriageRun) -> str | None:
+    health = (run.summary or {}).get("health")
+    return str(health["reason"]) if isinstance(health, dict) and health.get("reason") else None
 
 
 def _post_acknowledged_check(services: Services, client: GitHubClient, comment: PullComment, head_sha: str,

@@ -17,8 +17,8 @@ REASON_CHARS = 500
 HELP = f"""Commands for this PR, one per line in a comment:
 
 - `{PREFIX} rerun`: triage the PR's head again.
-- `{PREFIX} ack <reason>`: accept the blocking findings of the latest triage; the check turns to success,
-  naming you and the reason (needs write permission).
+- `{PREFIX} ack <reason>`: accept the blocking findings of the latest triage, or let through a triage that
+  could not conclude; the check turns to success, naming you and the reason (needs write permission).
 - `{PREFIX} close-window <#N|all> <reason>`: close this PR's risk window awaiting #N (or window N), or all of
   them, with the reason (needs write permission).
 - `{PREFIX} help`: this list."""

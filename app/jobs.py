@@ -18,13 +18,15 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from huey import Huey, RedisHuey, SqliteHuey, crontab
-from huey.api import TaskWrapper
+from huey import Huey, RedisHuey, SqliteHuey
+from huey.api import Task, TaskWrapper
 from huey.consumer import Consumer
+from huey.storage import PriorityRedisStorage, RedisStorage
 from redis import ConnectionPool
 
 from app import cachedir, pipeline, recovery, resync
 from app.config import ConfigError, Settings
+from app.leases import Keeper
 from app.services import Services
 
 log = logging.getLogger(__name__)
@@ -74,7 +76,6 @@ class Queue:
     deliver: TaskWrapper
     triage: TaskWrapper
     close_check: TaskWrapper
-    sweep: TaskWrapper
     resync: TaskWrapper
     prune_cache: TaskWrapper
 
@@ -109,6 +110,7 @@ def make_queue(services: Services, huey: Huey | None = None) -> Queue:
         count(task="delivery", outcome="done")
         for run_id in run_ids:
             queue.triage(run_id)
+        recovery.queued(services, run_ids)
 
     def triage(run_id: int) -> None:
         try:
@@ -139,9 +141,6 @@ def make_queue(services: Services, huey: Huey | None = None) -> Queue:
             return
         count(task="close_check", outcome="done")
 
-    def sweep() -> None:
-        requeue_lost(services, queue.deliver, queue.triage)
-
     def resync_windows() -> None:
         outcome = resync.resync(services)
         count(task="resync", outcome="done" if not outcome.failed else "partial")
@@ -153,7 +152,6 @@ def make_queue(services: Services, huey: Huey | None = None) -> Queue:
     # Registered by name (the message names `app.jobs.<name>`), the same in every process.
     queue = Queue(huey, deliver=huey.task(name="delivery")(deliver), triage=huey.task(name="triage")(triage),
                   close_check=huey.task(name="close_check")(close_check),
-                  sweep=huey.periodic_task(crontab(minute="*"), name="sweep")(sweep),
                   resync=huey.periodic_task(every(services.settings.resync_seconds),
                                             name="resync")(resync_windows),
                   prune_cache=huey.periodic_task(every(CACHE_PRUNE_SECONDS), name="prune_cache")(prune))
@@ -182,18 +180,31 @@ def prune_cache(settings: Settings) -> cachedir.PruneReport:
     return report
 
 
-def requeue_lost(services: Services, deliver: Callable[[str], object],
-                 triage: Callable[[int], object]) -> None:
+def requeue_lost(services: Services, queue: Queue) -> None:
+    """Queue again, at the head of the queue, the work of workers that died (recovery.py)."""
     lost = recovery.find_lost(services)
     for guid in lost.deliveries:
-        deliver(guid)
+        enqueue_first(queue.huey, queue.deliver.s(guid))
     for run_id in lost.runs:
-        triage(run_id)
+        enqueue_first(queue.huey, queue.triage.s(run_id))
+
+
+def enqueue_first(huey: Huey, task: Task) -> None:
+    """TASK at the head of the queue: work taken back from a dead worker already waited its turn, and its
+    check run may be `in_progress` on GitHub meanwhile."""
+    storage, data = huey.storage, huey.serialize_task(task)
+    if isinstance(storage, RedisStorage) and not isinstance(storage, PriorityRedisStorage):
+        storage.conn.rpush(storage.queue_key, data)  # the consumers pop from this end (BRPOP)
+    else:
+        storage.enqueue(data, 1)  # SQLite: the highest priority is dequeued first
 
 
 class EmbeddedConsumer(Consumer):  # type: ignore[misc]
     """Huey's consumer without its signal handlers: the process that embeds it (uvicorn in `serve`, the
-    worker command) owns SIGTERM/SIGINT and stops it gracefully, letting the job in hand finish."""
+    worker command) owns SIGTERM/SIGINT and stops it gracefully, letting the job in hand finish. It carries
+    the keeper of its process's leases, which also sweeps for lost work."""
+
+    keeper: Keeper | None = None
 
     def _set_signal_handlers(self) -> None:
         pass
@@ -202,13 +213,13 @@ class EmbeddedConsumer(Consumer):  # type: ignore[misc]
 def start_consumer(services: Services, queue: Queue, *, workers: int, niceness: int = 0,
                    intake_busy: Callable[[], bool] | None = None) -> EmbeddedConsumer:
     """Consumer threads (and the scheduler of delayed and periodic jobs), started after a sweep that finds
-    the jobs of workers that died.
+    the jobs of workers that died, and the keeper of leases (which sweeps again every SWEEP_SECONDS).
 
     For consumers that share a process with the intake (`serve`): NICENESS > 0 lowers their scheduling
     priority (and their sandboxes'), and while INTAKE_BUSY() says deliveries are arriving, a consumer waits
     before its next job (at most YIELD_LONGEST): a job shares the interpreter's lock with the intake.
     """
-    requeue_lost(services, queue.deliver, queue.triage)
+    requeue_lost(services, queue)
     if niceness:
         queue.huey.on_startup(name="prtriage-niceness")(lambda: _lower_priority(niceness))
     if intake_busy is not None:
@@ -216,6 +227,8 @@ def start_consumer(services: Services, queue: Queue, *, workers: int, niceness: 
     consumer = EmbeddedConsumer(queue.huey, workers=workers, worker_type="thread", periodic=True,
                                 initial_delay=0.05, max_delay=POLL_MAX_DELAY, check_worker_health=False)
     consumer.start()
+    consumer.keeper = Keeper(lambda: services.leases.renew(services.writing),
+                             lambda: requeue_lost(services, queue)).start()
     return consumer
 
 
@@ -237,5 +250,7 @@ def _lower_priority(niceness: int) -> None:
 
 
 def stop_consumer(consumer: EmbeddedConsumer) -> None:
-    """Stop taking jobs and wait for the jobs in hand to finish."""
+    """Stop taking jobs and wait for the jobs in hand to finish (their leases renewed meanwhile)."""
     consumer.stop(graceful=True)
+    if consumer.keeper is not None:
+        consumer.keeper.stop()

@@ -122,6 +122,13 @@ def process_delivery(services: Services, guid: str, *, final: bool = True) -> li
         if delivery.status != "queued":
             return []
         summary = dict(delivery.payload_summary)
+    with services.leases.delivery(services.writing, guid) as claimed:
+        if not claimed:  # done meanwhile, or a live job has it (a second message for one delivery)
+            return []
+        return _run_job(services, guid, summary, final=final)
+
+
+def _run_job(services: Services, guid: str, summary: dict[str, Any], *, final: bool) -> list[int]:
     try:
         return JOBS[summary["job"]](services, guid, summary)
     except Exception as exc:
@@ -302,7 +309,8 @@ def triage_run(services: Services, run_id: int) -> None:
         target = _target(services, run_id)  # again, under the lock: the other worker may have superseded it
         if target is None:
             return
-        _triage_locked(services, services.client(target.installation_id), target)
+        with services.leases.run(services.writing, run_id):
+            _triage_locked(services, services.client(target.installation_id), target)
     finally:
         held.release()
 
@@ -467,9 +475,18 @@ def _publish(services: Services, client: GitHubClient, target: RunTarget, check_
         _store(services, target, report, "cancelled")
         return "cancelled"
     _post_comment(client, target, report)
-    _complete(client, target, check_run_id, output)
+    if not (target.check_run_id is not None and _completed(services, client, target, check_run_id)):
+        _complete(client, target, check_run_id, output)
     _store(services, target, report, output.conclusion)
     return output.conclusion
+
+
+def _completed(services: Services, client: GitHubClient, target: RunTarget, check_run_id: int) -> bool:
+    """Whether a run taken over from a dead worker had its check run completed already (the worker died
+    between completing it and storing the result): the same verdict is not posted twice."""
+    runs = client.list_check_runs(target.owner, target.repo, target.head_sha,
+                                  check_name=services.settings.check_name)
+    return any(run.id == check_run_id and run.status == "completed" for run in runs)
 
 
 def _post_comment(client: GitHubClient, target: RunTarget, report: CheckReport) -> None:

@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
 from app.github import GitHubApp, GitHubClient
+from app.leases import Leases
 from app.locks import PullRequestLocks, locks_for
 from app.metrics import ServiceMetrics
 from app.store.session import make_engine, session_factory, session_scope
@@ -27,6 +28,7 @@ class Services:
     sessions: sessionmaker[Session]
     locks: PullRequestLocks
     metrics: ServiceMetrics = field(default_factory=ServiceMetrics)
+    leases: Leases = field(default_factory=Leases)  # what this process's jobs have in hand
     github_app: GitHubApp | None = None
     writers: AbstractContextManager[object] = field(default_factory=nullcontext, repr=False)
     _per_thread: threading.local = field(default_factory=threading.local, repr=False)

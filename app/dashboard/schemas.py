@@ -118,6 +118,11 @@ class RunDetailOut(RunOut):
     summary: dict[str, Any] | None
     timing: dict[str, Any] | None
     suites: list[SuiteOut]
+    acknowledged_by: str | None = Field(description="Who let a run that could not conclude through (`/triage "
+                                                    "ack`); null otherwise.")
+    ack_reason: str | None
+    acknowledged_at: datetime | None
+    events: list[EventOut]
 
 
 class ErrorOut(Shape):

@@ -119,6 +119,7 @@ class Delivery(Base):
     """
 
     __tablename__ = "deliveries"
+    __table_args__ = (Index("ix_deliveries_status_received_at", "status", "received_at"),)
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     guid: Mapped[str] = mapped_column(String(64), unique=True)
@@ -131,6 +132,8 @@ class Delivery(Base):
     processed_at: Mapped[datetime | None]
     error: Mapped[str | None] = mapped_column(Text)
     payload_summary: Mapped[dict[str, Any]]
+    claimed_by: Mapped[str | None] = mapped_column(String(255))  # the worker whose job has it (leases.py)
+    lease_until: Mapped[datetime | None]  # then the sweep takes it for lost; None: received_at + the grace
 
 
 class TriageRun(Base):
@@ -138,7 +141,8 @@ class TriageRun(Base):
 
     __tablename__ = "triage_runs"
     __table_args__ = (Index("ix_triage_runs_pull_request_id_created_at", "pull_request_id", "created_at"),
-                      Index("ix_triage_runs_created_at_id", "created_at", "id"))
+                      Index("ix_triage_runs_created_at_id", "created_at", "id"),
+                      Index("ix_triage_runs_status", "status"))
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     pull_request_id: Mapped[int] = mapped_column(ForeignKey("pull_requests.id"))
@@ -156,10 +160,30 @@ class TriageRun(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     started_at: Mapped[datetime | None]
     finished_at: Mapped[datetime | None]
+    claimed_by: Mapped[str | None] = mapped_column(String(255))  # the worker whose job has it (leases.py)
+    lease_until: Mapped[datetime | None]  # then the sweep takes it for lost; None: created_at + the grace
+    # `/triage ack` of a run that could not conclude (action_required): who let it through, when and why
+    acknowledged_by: Mapped[str | None] = mapped_column(LOGIN)
+    ack_reason: Mapped[str | None] = mapped_column(Text)
+    acknowledged_at: Mapped[datetime | None]
 
     pull_request: Mapped[PullRequest] = relationship()
+    events: Mapped[list[RunEvent]] = relationship(order_by="(RunEvent.at, RunEvent.id)")
     suites: Mapped[list[SuiteOutcome]] = relationship(back_populates="run", order_by="SuiteOutcome.id")
     findings: Mapped[list[Finding]] = relationship(back_populates="run", order_by="Finding.id")
+
+
+class RunEvent(Base):
+    """Something that happened to a triage run and who did it (an acknowledgement)."""
+
+    __tablename__ = "run_events"
+    __table_args__ = (Index("ix_run_events_run_id_at", "run_id", "at"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("triage_runs.id"))
+    at: Mapped[datetime] = mapped_column(default=utcnow)
+    actor: Mapped[str] = mapped_column(LOGIN)
+    what: Mapped[str] = mapped_column(Text)
 
 
 class SuiteOutcome(Base):

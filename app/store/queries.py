@@ -13,6 +13,7 @@ from app.store.run_views import list_runs, run_with_suites
 from app.store.runs import (
     StartedRun,
     acknowledge_findings,
+    acknowledge_run,
     fail_run,
     finish_run,
     is_current,
@@ -37,6 +38,7 @@ __all__ = [
     "InvalidCursor",
     "StartedRun",
     "acknowledge_findings",
+    "acknowledge_run",
     "add_window_event",
     "awaited_references",
     "close_window",

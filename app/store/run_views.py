@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from app.store.models import Finding, PullRequest, Repository, SuiteOutcome, TriageRun
 from app.store.pages import after, next_cursor, page_size, repository_ids
-from app.store.shapes import FindingView, RunDetail, RunView, SuiteView
+from app.store.shapes import EventView, FindingView, RunDetail, RunView, SuiteView
 from app.store.window_views import pull_request_view
 
 
@@ -42,7 +42,10 @@ def run_with_suites(session: Session, *, run_id: int) -> RunDetail | None:
     suites = session.scalars(select(SuiteOutcome).where(SuiteOutcome.run_id == run_id)
                              .order_by(SuiteOutcome.id))
     view = _run_view(run, pull, name, _findings(session, [run_id])[run_id])
-    return RunDetail(**view, summary=run.summary, timing=run.timing, suites=[_suite_view(s) for s in suites])
+    events = [EventView(at=event.at, actor=event.actor, what=event.what) for event in run.events]
+    return RunDetail(**view, summary=run.summary, timing=run.timing, suites=[_suite_view(s) for s in suites],
+                     acknowledged_by=run.acknowledged_by, ack_reason=run.ack_reason,
+                     acknowledged_at=run.acknowledged_at, events=events)
 
 
 def _runs_query() -> Select[TriageRun, PullRequest, str]:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import exists, select, update
 from sqlalchemy.orm import Session
 
-from app.store.models import Conclusion, Finding, PullRequest, SuiteOutcome, TriageRun
+from app.store.leases import HANDOVER
+from app.store.models import Conclusion, Finding, PullRequest, RunEvent, SuiteOutcome, TriageRun
 from app.store.rows import get_or_raise
 from app.store.types import utcnow
 
@@ -34,7 +36,7 @@ def start_run(session: Session, *, pr: PullRequest | int, head_sha: str, base_sh
         run.status, run.conclusion, run.finished_at = "superseded", "cancelled", now
         run.superseded_by = head_sha
     run = TriageRun(pull_request_id=pr_id, head_sha=head_sha, base_sha=base_sha, status="queued",
-                    created_at=now)
+                    created_at=now, lease_until=now + HANDOVER)
     session.add(run)
     session.flush()
     return StartedRun(run, older)
@@ -99,7 +101,29 @@ def acknowledge_findings(session: Session, *, run_id: int, actor: str, reason: s
         update(Finding)
         .where(Finding.run_id == run_id, Finding.severity == "blocking", Finding.acknowledged_by.is_(None))
         .values(acknowledged_by=actor, ack_reason=reason, acknowledged_at=utcnow()))
-    return int(getattr(result, "rowcount", 0))
+    acknowledged = int(getattr(result, "rowcount", 0))
+    if acknowledged:
+        add_run_event(session, run_id=run_id, actor=actor,
+                      what=f"acknowledged {acknowledged} blocking finding(s): {reason}")
+    return acknowledged
+
+
+def acknowledge_run(session: Session, *, run_id: int, actor: str, reason: str) -> bool:
+    """Let a run that could not conclude (`action_required`) through (`/triage ack`): who, when and why, on
+    the run and in its events. False when it did not end so, or was acknowledged already."""
+    run = get_or_raise(session, TriageRun, run_id, lock=True)
+    if run.conclusion != "action_required" or run.acknowledged_by is not None:
+        return False
+    now = utcnow()
+    run.acknowledged_by, run.ack_reason, run.acknowledged_at = actor, reason, now
+    add_run_event(session, run_id=run_id, actor=actor, what=f"acknowledged (could not conclude): {reason}",
+                  at=now)
+    return True
+
+
+def add_run_event(session: Session, *, run_id: int, actor: str, what: str,
+                  at: datetime | None = None) -> None:
+    session.add(RunEvent(run_id=run_id, actor=actor, what=what, at=at or utcnow()))
 
 
 def latest_run(session: Session, *, pr_id: int) -> TriageRun | None:

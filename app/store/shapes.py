@@ -90,6 +90,10 @@ class RunDetail(RunView):
     summary: dict[str, Any] | None
     timing: dict[str, Any] | None
     suites: list[SuiteView]
+    acknowledged_by: str | None  # `/triage ack` of a run that could not conclude
+    ack_reason: str | None
+    acknowledged_at: datetime | None
+    events: list[EventView]
 
 
 class DayCount(TypedDict):

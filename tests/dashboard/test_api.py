@@ -136,7 +136,8 @@ def test_runs_with_findings(api: tuple[Client, Seed]) -> None:
 def test_one_run_with_every_suite(api: tuple[Client, Seed]) -> None:
     client, seeded = api
     body = client.get(f"/api/runs/{seeded.runs['incident']}").json()
-    assert set(body) == RUN_KEYS | {"summary", "timing", "suites"}
+    assert set(body) == RUN_KEYS | {"summary", "timing", "suites", "acknowledged_by", "ack_reason",
+                                    "acknowledged_at", "events"}
     assert [suite["id"] for suite in body["suites"]] == ["lora-e2e", "dense-e2e"]
     lora = body["suites"][0]
     assert set(lora) == SUITE_KEYS and lora["argv"] == LORA_ARGV

@@ -16,11 +16,13 @@ from app.config import Settings
 from app.github import GitHubApp, RetryPolicy, create_check_run, reply_marker
 from app.localgithub import FakeGitHub
 from app.services import Services
-from app.store.models import Finding, RiskWindow, TriageRun
+from app.store.models import Finding, RiskWindow, RunEvent, TriageRun
 from app.store.queries import (
+    fail_run,
     finish_run,
     mark_running,
     open_window,
+    run_with_suites,
     start_run,
     upsert_installation,
     upsert_pull_request,
@@ -238,3 +240,54 @@ def test_rerun_cancels_the_check_of_the_run_it_supersedes(services: Services, fa
     with session_scope(services.sessions, read_only=True) as session:
         assert [(run.id, run.status) for run in session.query(TriageRun).order_by(TriageRun.id)] == [
             (older, "superseded"), (runs[0], "queued")]
+
+
+def unconcluded_run(services: Services, fake: FakeGitHub) -> int:
+    """A run whose analysis could not run: failed, its check completed action_required."""
+    pr_id = stored_pull(services, fake)
+    with services.writing() as session:
+        run = start_run(session, pr=pr_id, head_sha=HEAD, base_sha=BASE).run
+        fail_run(session, run_id=run.id, error="no sandbox: bubblewrap cannot create a user namespace")
+        return run.id
+
+
+@pytest.mark.parametrize("author", ["maintainer", "writer", "admin"])
+def test_ack_of_a_run_that_could_not_conclude_lets_it_through_recorded(services: Services, fake: FakeGitHub,
+                                                                       author: str) -> None:
+    fake.set_role(REPO, "writer", "write")
+    fake.set_role(REPO, "admin", "admin")
+    run_id = unconcluded_run(services, fake)
+    comment_id, _ = command(services, fake, "/triage ack sandbox host down; reviewed by hand", author=author)
+
+    assert fake.reactions_on(comment_id) == ["+1"]
+    [check] = fake.check_runs(REPO)
+    assert (check.head_sha, check.status, check.conclusion) == (HEAD, "completed", "success")
+    reason = "sandbox host down; reviewed by hand"
+    assert check.output["title"] == f"Not analysed; acknowledged by @{author}: {reason}"
+    assert "no sandbox: bubblewrap cannot create a user namespace" in check.output["summary"]
+    with session_scope(services.sessions, read_only=True) as session:
+        detail = run_with_suites(session, run_id=run_id)
+        assert detail is not None
+        assert (detail["acknowledged_by"], detail["ack_reason"]) == (author, reason)
+        assert detail["acknowledged_at"] is not None
+        [event] = detail["events"]
+        assert (event["actor"], event["what"]) == (
+            author, f"acknowledged (could not conclude): {reason}")
+
+    command(services, fake, "/triage ack again", author=author)  # once is enough
+    assert replies(fake) == [f"@{author} the latest triage was acknowledged already, by @{author}."]
+    assert len(fake.check_runs(REPO)) == 1
+
+
+@pytest.mark.parametrize("author", ["triager", "author", "stranger"])
+def test_ack_of_a_run_that_could_not_conclude_needs_a_maintainer(services: Services, fake: FakeGitHub,
+                                                                 author: str) -> None:
+    run_id = unconcluded_run(services, fake)
+    command(services, fake, "/triage ack let me in", author=author)
+    assert replies(fake) == [f"Sorry @{author}, `/triage ack` needs write permission on {REPO}; please ask a "
+                             "maintainer to do it."]
+    assert fake.check_runs(REPO) == []
+    with session_scope(services.sessions, read_only=True) as session:
+        run = session.get(TriageRun, run_id)
+        assert run is not None and run.acknowledged_by is None
+        assert session.query(RunEvent).count() == 0

@@ -36,7 +36,8 @@ def test_runs_newest_first_with_their_findings(session: Session, make: Factory) 
     assert [f["message"] for f in items[1]["findings"]] == ["rejects 5 suites"]
     assert items[1]["pr"]["number"] == 1 and items[1]["repo"] == "acme/widgets"
     detail = run_with_suites(session, run_id=old.id)
-    assert detail is not None and set(detail) == {*items[1], "summary", "timing", "suites"}
+    assert detail is not None and set(detail) == {*items[1], "summary", "timing", "suites", "acknowledged_by",
+                                                  "ack_reason", "acknowledged_at", "events"}
     assert run_with_suites(session, run_id=new.id + 1000) is None
 
 
