@@ -32,14 +32,14 @@ from pathlib import Path
 from typing import Any
 
 from app.analysis.model import Suite
-from app.analysis.policy import POLICIES_DIR, Policy, load_policy
+from app.analysis.policy import Policy, load_policy
 from app.analysis.report import CheckReport
 from app.engine import compare_trees, run_check
 from app.validate import trace_lines, validate_revision
 from benchmarks.generate import DEFAULT_SEED, VALIDATOR_PATH, Manifest, generate_pair
 from benchmarks.twin.selfcheck import import_seconds
 
-POLICY = POLICIES_DIR / "radixark" / "miles.yml"
+POLICY = Path(__file__).parent / "twin" / "policy.yml"  # the twin's own, not the real miles policy
 WARM_TARGET_S = 10.0
 NAIVE_RATIO_TARGET = 20.0
 
