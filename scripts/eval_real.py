@@ -3,6 +3,7 @@
     .venv/bin/python scripts/eval_real.py --repo /tmp/miles-full [--since 2026-08-01] [--limit N] \
         [--branch main] [--policy policies/radixark/miles.yml] [--cache-dir DIR] \
         [--out benchmarks/out/eval_real.json]
+    .venv/bin/python scripts/eval_real.py --table-from benchmarks/out/eval_real.json
 
 For each first-parent commit of --branch since --since whose diff against its parent touches the policy's
 `validation.paths`, runs `prtriage check --repo REPO --base <parent> --head <commit> --format json` (one
@@ -127,14 +128,24 @@ def evaluate(repo: Path, commit: Commit, args: argparse.Namespace, cache_dir: Pa
             "capture_failed": len(capture["failed"]), "timing": report["timing"]}
 
 
+def fixed_at_head(row: dict[str, Any]) -> int:
+    """Suites the base rejects and the head accepts (`fixed` findings): the base's own breakage, which
+    the harness saw (a revert's base), not its blindness."""
+    return sum(f["suites"] for f in row["findings"] if f["kind"] == "fixed")
+
+
+def below(row: dict[str, Any]) -> bool:
+    return row["accepted_share"] is None or row["accepted_share"] < GOOD_SHARE
+
+
 def overall(rows: list[dict[str, Any]]) -> dict[str, Any]:
     seconds = [r["seconds"] for r in rows]
-    shares = [r["accepted_share"] for r in rows]
     return {
         "commits": len(rows),
-        "base_acceptance_at_least_95": sum(1 for s in shares if s is not None and s >= GOOD_SHARE),
-        "below_95": [r["sha"][:12] for r in rows if r["accepted_share"] is None
-                     or r["accepted_share"] < GOOD_SHARE],
+        "base_acceptance_at_least_95": sum(1 for r in rows if not below(r)),
+        "below_95": [{"sha": r["sha"][:12], "accepted_share": r["accepted_share"],
+                      "base_failures": r["suites"] - r.get("base_accepted", 0),
+                      "fixed_at_head": fixed_at_head(r)} for r in rows if below(r)],
         "exit_statuses": dict(Counter(str(r["exit"]) for r in rows)),
         "median_s": round(statistics.median(seconds), 1) if seconds else None,
         "max_s": round(max(seconds), 1) if seconds else None,
@@ -149,9 +160,9 @@ def table(rows: list[dict[str, Any]], total: dict[str, Any]) -> str:
         lines.append(f"{r['sha'][:12]} {r['exit']!s:>4} {r['suites']:>6} {r.get('base_accepted', 0):>4} "
                      f"{r.get('base_rejected', 0):>4} {r.get('base_error', 0):>4} {share:>6} "
                      f"{r['seconds']:>6.1f}  {r['subject'][:70]}")
-        lines += [f"{'':>47}{f['kind']} {f['severity']} {f['scripts']} scripts at {f['where']}"
-                  for f in r["findings"]]
-        if r["accepted_share"] is None or r["accepted_share"] < GOOD_SHARE:
+        lines += [f"{'':>47}{f['kind']} {f['severity']}: {f['scripts']} scripts, {f['suites']} suites"
+                  + (f" at {f['where']}" if f["where"] else "") for f in r["findings"]]
+        if below(r):
             lines += [f"{'':>47}base error x{e['count']}: {e['error'][:160]}"
                       for e in r.get("base_errors", [])]
             if "failure" in r:
@@ -159,6 +170,8 @@ def table(rows: list[dict[str, Any]], total: dict[str, Any]) -> str:
     lines += ["", f"{total['commits']} commits; base acceptance >= 95%: "
               f"{total['base_acceptance_at_least_95']}; exit statuses {total['exit_statuses']}; "
               f"time median {total['median_s']} s, max {total['max_s']} s"]
+    lines += [f"below 95%: {b['sha']}, {b['base_failures']} base failures, {b['fixed_at_head']} of them "
+              "accepted at head (the base's own breakage)" for b in total["below_95"]]
     return "\n".join(lines)
 
 
@@ -171,7 +184,7 @@ def selected_commits(args: argparse.Namespace, policy: Policy) -> list[Commit]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="prtriage check on every commit of a real history that "
                                                  "changes validation code.")
-    parser.add_argument("--repo", type=Path, required=True, help="a clone with the whole history")
+    parser.add_argument("--repo", type=Path, help="a clone with the whole history (required to run)")
     parser.add_argument("--since", default="2026-08-01", help="first commit date (git's --since)")
     parser.add_argument("--limit", type=int, default=0, help="only the newest N such commits")
     parser.add_argument("--branch", default="main")
@@ -179,7 +192,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache-dir", type=Path, help="shared by every check (default: a temp dir)")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds for one check")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/out/eval_real.json"))
+    parser.add_argument("--table-from", type=Path, metavar="JSON", help="print a saved run's table")
     args = parser.parse_args(argv)
+    if args.table_from is not None:
+        rows = json.loads(args.table_from.read_text())["commits"]
+    elif args.repo is None:
+        parser.error("--repo is required (or --table-from)")
+    else:
+        rows = run(args)
+        print(f"written to {args.out}\n", file=sys.stderr)
+    print(table(rows, overall(rows)))
+    return 0
+
+
+def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     args.repo = args.repo.resolve()
     commits = selected_commits(args, load_policy(args.policy))
     log(f"{len(commits)} first-parent commits of {args.branch} since {args.since} change validation paths")
@@ -196,9 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if args.cache_dir is None:
             shutil.rmtree(cache_dir, ignore_errors=True)
-    print(table(rows, overall(rows)))
-    print(f"\nwritten to {args.out}")
-    return 0
+    return rows
 
 
 def progress_line(index: int, total: int, row: dict[str, Any]) -> str:
