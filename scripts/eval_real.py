@@ -8,8 +8,8 @@
 For each first-parent commit of --branch since --since whose diff against its parent touches the policy's
 `validation.paths`, runs `prtriage check --repo REPO --base <parent> --head <commit> --format json` (one
 cache dir shared by all, as the App's would be) and reports the commit's exit status, its suites, how many
-the base accepts (CI starts them all, so every base rejection is the analyser's blindness) with the base's
-errors grouped, its findings and its time. Not run by CI: it needs a fetched repository. The JSON is
+the base accepts (CI starts them all: a base rejection the head does not fix is the analyser's blindness), the
+base's errors grouped, its findings and its time. Not run by CI: it needs a fetched repository. The JSON is
 rewritten after each commit, so a long run can be read while it goes.
 """
 
@@ -112,7 +112,8 @@ def base_figures(report: dict[str, Any]) -> dict[str, Any]:
 
 def findings(report: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"kind": f["kind"], "severity": f["severity"], "scripts": len(f["scripts"]),
-             "suites": len(f["suites"]), "where": f"{f['path']}:{f['line']}" if f["path"] else None}
+             "suites": len(f["suites"]), "where": f"{f['path']}:{f['line']}" if f["path"] else None,
+             "message": f["message"][:300]}
             for f in report["findings"]]
 
 
