@@ -1,5 +1,9 @@
-"""Host side of capture: list the CI scripts, reuse a cached matrix while nothing capture read has changed,
-else run the capture harness in the sandbox and turn its reports into the Matrix.
+"""Host side of capture: list the CI scripts, reuse a cached matrix of the very same tree, else run the
+capture harness in the sandbox and turn its reports into the Matrix.
+
+The cache key is computed here, on the host, from the whole tree's content, the policy, the harness and the
+repository: nothing the sandboxed scripts report about themselves (they are a pull request's code) can make
+one tree's matrix serve another.
 """
 
 from __future__ import annotations
@@ -15,18 +19,12 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from app.analysis.matrix import (
-    ScriptReport,
-    build_matrix,
-    cache_entry,
-    cache_entry_matches,
-    cache_entry_name,
-    reads_of,
-)
+from app.analysis.matrix import ScriptReport, build_matrix
 from app.analysis.model import Matrix
 from app.analysis.policy import Policy, RecordLaunches, path_matches
 from app.sandbox.messages import OnProgress, progress_relay, stopped_reason
 from app.sandbox.runner import SandboxRun, SandboxSpec, run_harness
+from app.treehash import fingerprints, tree_digest
 
 log = logging.getLogger(__name__)
 
@@ -39,12 +37,14 @@ MAX_CACHE_ENTRIES = 64  # per policy; the least recently used go first
 
 
 def capture_matrix(tree: Path, policy: Policy, *, cache_dir: Path | None, allow_unsandboxed: bool = False,
-                   on_progress: OnProgress | None = None) -> tuple[Matrix, bool]:
+                   on_progress: OnProgress | None = None,
+                   repository: str | None = None) -> tuple[Matrix, bool]:
     """The CI matrix of `tree`, and whether it came from the cache (then no sandbox ran at all)."""
     scripts = {index: list_scripts(tree, source) for index, source in enumerate(policy.matrix.sources)
                if isinstance(source, RecordLaunches)}
     listed = [f"{index}:{script}" for index, paths in sorted(scripts.items()) for script in paths]
-    cache = MatrixCache(cache_dir / "matrix" / capture_key(policy), tree) if cache_dir else None
+    cache = MatrixCache(cache_dir / "matrix" / repository_key(repository) / capture_key(policy),
+                        tree_digest(fingerprints(tree))) if cache_dir else None
     if cache is not None:
         cached = cache.lookup(listed)
         if cached is not None:
@@ -58,8 +58,15 @@ def capture_matrix(tree: Path, policy: Policy, *, cache_dir: Path | None, allow_
             repo_mount = repo_mount or _repo_mount(run)
     matrix = build_matrix(policy, reports, repo_mount)
     if cache is not None and complete:
-        cache.store(listed, reads_of(r for by_source in reports.values() for r in by_source), matrix)
+        cache.store(listed, matrix)
     return matrix, False
+
+
+def repository_key(repository: str | None) -> str:
+    """The cache directory of one repository (`owner/name`, a local path, or none given)."""
+    if not repository:
+        return "unnamed"
+    return hashlib.sha256(repository.encode()).hexdigest()[:16]
 
 
 def list_scripts(tree: Path, source: RecordLaunches) -> list[str]:
@@ -115,7 +122,7 @@ def collect_reports(scripts: list[str], messages: list[dict[str, Any]], reason: 
             continue
         if report.script in wanted:
             reports.setdefault(report.script, report)
-    return [reports.get(s) or ScriptReport(s, "failed", reason=reason, reads=(s,)) for s in scripts]
+    return [reports.get(s) or ScriptReport(s, "failed", reason=reason) for s in scripts]
 
 
 def _ran_to_completion(run: SandboxRun, reports: list[ScriptReport], scripts: list[str]) -> bool:
@@ -131,47 +138,29 @@ def _repo_mount(run: SandboxRun) -> str:
 
 
 class MatrixCache:
-    """Captured matrices of one policy, each valid while the files its capture read are unchanged."""
+    """Captured matrices of one repository and policy, one per tree content hash."""
 
-    def __init__(self, directory: Path, tree: Path) -> None:
-        self.directory, self.tree = directory, tree.resolve()
-        self._hashes: dict[str, str | None] = {}
-
-    def file_hash(self, path: str) -> str | None:
-        """sha256 of a repo-relative file; None when absent, not a file, or outside the tree."""
-        if path not in self._hashes:
-            self._hashes[path] = self._hash(path)
-        return self._hashes[path]
-
-    def _hash(self, path: str) -> str | None:
-        target = (self.tree / path).resolve()
-        if Path(path).is_absolute() or not target.is_relative_to(self.tree) or not target.is_file():
-            return None
-        digest = hashlib.sha256()
-        with target.open("rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-        return digest.hexdigest()
+    def __init__(self, directory: Path, tree_hash: str) -> None:
+        self.directory, self.tree_hash = directory, tree_hash
+        self.path = directory / f"{tree_hash[:32]}.json"
 
     def lookup(self, scripts: list[str]) -> Matrix | None:
-        for path in self._entries_newest_first():
-            entry = _load_json(path)
-            if entry is None or not cache_entry_matches(entry, self.file_hash, scripts):
-                continue
-            try:
-                matrix = Matrix.from_json(entry["matrix"])
-            except (KeyError, TypeError, ValueError):
-                continue
-            with contextlib.suppress(OSError):
-                os.utime(path)  # recently used: kept when the directory is pruned
-            return matrix
-        return None
+        entry = _load_json(self.path)
+        if entry is None or entry.get("tree") != self.tree_hash or entry.get("scripts") != scripts:
+            return None
+        try:
+            matrix = Matrix.from_json(entry["matrix"])
+        except (KeyError, TypeError, ValueError):
+            return None
+        with contextlib.suppress(OSError):
+            os.utime(self.path)  # recently used: kept when the directory is pruned
+        return matrix
 
-    def store(self, scripts: list[str], reads: list[str], matrix: Matrix) -> None:
-        entry = cache_entry(self.directory.name, scripts, {p: self.file_hash(p) for p in reads}, matrix)
+    def store(self, scripts: list[str], matrix: Matrix) -> None:
+        entry = {"tree": self.tree_hash, "scripts": scripts, "matrix": matrix.to_json()}
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
-            _write_atomic(self.directory / f"{cache_entry_name(entry)}.json", json.dumps(entry))
+            _write_atomic(self.path, json.dumps(entry))
             for stale in self._entries_newest_first()[MAX_CACHE_ENTRIES:]:
                 stale.unlink(missing_ok=True)
         except OSError as exc:  # a cache that cannot be written only costs time

@@ -130,11 +130,7 @@ def _add_matrix(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     matrix = commands.add_parser(
         "matrix", help="the CI suites found at one revision",
         description="Capture the CI flag matrix of one revision: --repo with --rev, or --tree DIR.")
-    matrix.add_argument("--repo", type=Path, metavar="PATH", help="git repository")
-    matrix.add_argument("--rev", metavar="REV", help="revision (with --repo)")
-    matrix.add_argument("--tree", type=Path, metavar="DIR", help="unpacked tree (without --repo)")
-    matrix.add_argument("--format", choices=("text", "json"), default="text")
-    _common_options(matrix)
+    _one_revision_options(matrix)
     matrix.set_defaults(command=matrix_command)
 
 
@@ -145,12 +141,17 @@ def _add_doctor(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
                     "capture found, what the revision accepts, its errors grouped, and for each the policy "
                     "keys that may help. --repo with --rev, or --tree DIR.",
         epilog="exit status: 0 healthy, 2 bad usage or invalid policy, 3 could not analyse")
-    doctor.add_argument("--repo", type=Path, metavar="PATH", help="git repository")
-    doctor.add_argument("--rev", metavar="REV", help="revision (with --repo)")
-    doctor.add_argument("--tree", type=Path, metavar="DIR", help="unpacked tree (without --repo)")
-    doctor.add_argument("--format", choices=("text", "json"), default="text")
-    _common_options(doctor)
+    _one_revision_options(doctor)
     doctor.set_defaults(command=doctor_command)
+
+
+def _one_revision_options(parser: argparse.ArgumentParser) -> None:
+    """The options of a command on one revision (matrix, doctor)."""
+    parser.add_argument("--repo", type=Path, metavar="PATH", help="git repository")
+    parser.add_argument("--rev", metavar="REV", help="revision (with --repo)")
+    parser.add_argument("--tree", type=Path, metavar="DIR", help="unpacked tree (without --repo)")
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    _common_options(parser)
 
 
 def _add_service(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -272,11 +273,16 @@ def check_command(args: argparse.Namespace) -> int:
     policy = resolve_policy(args.policy, base, args.repo)
     report = run_check(base.tree, head.tree, policy, base_sha=base.sha, head_sha=head.sha,
                        cache_dir=cache_dir, allow_unsandboxed=args.allow_unsandboxed,
-                       progress=progress_printer(args.progress))
+                       progress=progress_printer(args.progress), repository=repository_of(args))
     sys.stdout.write(render(report, args.format))
     if not report.could_analyse:  # blind: never 0, and not 1 either, whatever the findings say
         return EXIT_CANNOT_RUN
     return EXIT_BLOCKING if report.blocking else EXIT_OK
+
+
+def repository_of(args: argparse.Namespace) -> str | None:
+    """What scopes the cached matrices: the checkout's real path (trees given as directories: none)."""
+    return str(Path(args.repo).resolve()) if getattr(args, "repo", None) else None
 
 
 def check_revisions(args: argparse.Namespace, cache_dir: Path) -> tuple[Revision, Revision]:
@@ -294,7 +300,7 @@ def doctor_command(args: argparse.Namespace) -> int:
     revision = single_revision(args, cache_dir, "doctor")
     policy = resolve_policy(args.policy, revision, args.repo)
     health = run_doctor(revision.tree, policy, cache_dir=cache_dir, allow_unsandboxed=args.allow_unsandboxed,
-                        progress=progress_printer(args.progress))
+                        progress=progress_printer(args.progress), repository=repository_of(args))
     if args.format == "json":
         sys.stdout.write(doctor_json(health, revision.sha))
     else:
@@ -311,7 +317,8 @@ def matrix_command(args: argparse.Namespace) -> int:
     printer = progress_printer(args.progress)
     on_progress = (lambda done, total, what: printer("capture", done, total, what)) if printer else None
     matrix, cached = capture_matrix(revision.tree, policy, cache_dir=cache_dir,
-                                    allow_unsandboxed=args.allow_unsandboxed, on_progress=on_progress)
+                                    allow_unsandboxed=args.allow_unsandboxed, on_progress=on_progress,
+                                    repository=repository_of(args))
     if args.format == "json":
         print(json.dumps({"rev": revision.sha, **matrix.to_json(), "cached": cached}, indent=2))
     else:

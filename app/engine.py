@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import os
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -18,10 +16,10 @@ from app.analysis.report import CheckReport, Timing
 from app.analysis.verdict import verdict
 from app.capture import capture_matrix
 from app.sandbox.runner import SandboxUnavailable, sandbox_problem
+from app.treehash import fingerprints
 from app.validate import trace_lines, validate_revision
 
 Progress = Callable[[str, int, int, str], None]  # (step, done, total, what)
-SKIPPED = frozenset({".git", "__pycache__"})  # a checkout's own metadata, not its content
 MAX_TEXT_BYTES = 2 * 1024 * 1024  # a bigger file is diffed as binary: generated data, not validation code
 SANDBOX_HINT = ("to run without it, pass --allow-unsandboxed (the repository's code then runs "
                 "unconfined, with your privileges: never with code you do not trust)")
@@ -39,8 +37,12 @@ class _Validated:
 
 
 def run_check(base_tree: Path, head_tree: Path, policy: Policy, *, base_sha: str | None, head_sha: str | None,
-              cache_dir: Path, allow_unsandboxed: bool, progress: Progress | None = None) -> CheckReport:
-    """Which existing CI suites the head newly rejects; the fast path when no validation path changed."""
+              cache_dir: Path, allow_unsandboxed: bool, progress: Progress | None = None,
+              repository: str | None = None) -> CheckReport:
+    """Which existing CI suites the head newly rejects; the fast path when no validation path changed.
+
+    `repository` (owner/name, or a local path) scopes the cached matrices: no repository reuses another's.
+    """
     started = time.monotonic()
     diff, head_sources = compare_trees(base_tree, head_tree)
     changed = tuple(diff.changed_paths)
@@ -49,7 +51,8 @@ def run_check(base_tree: Path, head_tree: Path, policy: Policy, *, base_sha: str
                            timing=Timing(total_s=time.monotonic() - started))
     require_sandbox(allow_unsandboxed)
     try:
-        matrix, cached, capture_s = _capture(head_tree, policy, cache_dir, allow_unsandboxed, progress)
+        matrix, cached, capture_s = _capture(head_tree, policy, cache_dir, allow_unsandboxed, progress,
+                                             repository)
         trace = trace_lines(diff, policy, head_sources)
         base, head = _validate_both(base_tree, head_tree, policy, matrix.suites, trace, allow_unsandboxed,
                                     progress)
@@ -69,12 +72,12 @@ def run_check(base_tree: Path, head_tree: Path, policy: Policy, *, base_sha: str
 
 
 def run_doctor(tree: Path, policy: Policy, *, cache_dir: Path, allow_unsandboxed: bool,
-               progress: Progress | None = None) -> Health:
+               progress: Progress | None = None, repository: str | None = None) -> Health:
     """The health of one revision alone: its CI matrix captured, then validated at that revision."""
     require_sandbox(allow_unsandboxed)
     try:
         matrix, _ = capture_matrix(tree, policy, cache_dir=cache_dir, allow_unsandboxed=allow_unsandboxed,
-                                   on_progress=_step(progress, "capture"))
+                                   on_progress=_step(progress, "capture"), repository=repository)
         results: dict[str, SuiteResult] = {}
         if matrix.suites:  # none: the capture failures are the diagnosis
             results, _ = validate_revision(tree, policy, matrix.suites, trace={},
@@ -93,11 +96,11 @@ def require_sandbox(allow_unsandboxed: bool) -> None:
 
 
 def _capture(tree: Path, policy: Policy, cache_dir: Path, allow_unsandboxed: bool,
-             progress: Progress | None) -> tuple[Matrix, bool, float]:
+             progress: Progress | None, repository: str | None) -> tuple[Matrix, bool, float]:
     started = time.monotonic()
     on_progress = _step(progress, "capture")
     matrix, cached = capture_matrix(tree, policy, cache_dir=cache_dir, allow_unsandboxed=allow_unsandboxed,
-                                    on_progress=on_progress)
+                                    on_progress=on_progress, repository=repository)
     if not matrix.suites:
         reasons = "; ".join(f"{f.script}: {f.reason}" for f in matrix.failed[:3])
         raise AnalysisError(f"no CI suite captured at head ({matrix.scripts} CI scripts"
@@ -144,31 +147,13 @@ def compare_trees(base_tree: Path, head_tree: Path) -> tuple[TreeDiff, dict[str,
 
     Files are compared by hash first; only those whose bytes differ are read as text.
     """
-    base_prints, head_prints = _fingerprints(base_tree), _fingerprints(head_tree)
+    base_prints, head_prints = fingerprints(base_tree), fingerprints(head_tree)
     every = base_prints.keys() | head_prints.keys()
     differing = {p for p in every if base_prints.get(p) != head_prints.get(p)}
     base_texts = {p: _text(base_tree / p) for p in differing if p in base_prints}
     head_texts = {p: _text(head_tree / p) for p in differing if p in head_prints}
     head_sources = {p: text for p, text in head_texts.items() if text is not None}
     return diff_trees(base_texts, head_texts), head_sources
-
-
-def _fingerprints(tree: Path) -> dict[str, str]:
-    """Repo-relative path -> content hash of every file and symlink (links are not followed)."""
-    prints: dict[str, str] = {}
-    for directory, dirnames, filenames in os.walk(tree):
-        dirnames[:] = [d for d in dirnames if d not in SKIPPED]
-        here = Path(directory)
-        linked_dirs = [d for d in dirnames if (here / d).is_symlink()]
-        for name in [*(f for f in filenames if f not in SKIPPED), *linked_dirs]:
-            path = here / name
-            relative = path.relative_to(tree).as_posix()
-            if path.is_symlink():
-                prints[relative] = "link:" + os.readlink(path)
-            elif path.is_file():
-                with path.open("rb") as handle:
-                    prints[relative] = hashlib.file_digest(handle, "sha256").hexdigest()
-    return prints
 
 
 def _text(path: Path) -> str | None:

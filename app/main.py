@@ -14,6 +14,7 @@ from sqlalchemy import text
 
 from app import dashboard
 from app.config import ConfigError, Settings
+from app.dashboard.deps import api_viewer
 from app.github import METRICS as GITHUB_METRICS
 from app.jobs import Queue, make_queue, start_consumer, stop_consumer
 from app.services import Services
@@ -100,7 +101,8 @@ def healthz(services: ServicesDep, queue: QueueDep) -> JSONResponse:
     return JSONResponse(body, status_code=status)
 
 
-@operations.get("/metrics", response_class=PlainTextResponse)
+# The dashboard's auth: a bearer token or a login with DASHBOARD_TOKEN, else loopback clients only.
+@operations.get("/metrics", response_class=PlainTextResponse, dependencies=[Depends(api_viewer)])
 def metrics(services: ServicesDep, queue: QueueDep) -> PlainTextResponse:
     waiting, scheduled = queue.depth()
     exposition = services.metrics.render(queue_depth=waiting, scheduled=scheduled,

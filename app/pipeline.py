@@ -414,7 +414,8 @@ def _validation_report(services: Services, client: GitHubClient, target: RunTarg
     base_tree = download_tree(client, target.owner, target.repo, base_sha, services.trees_dir)
     head_tree = download_tree(client, target.owner, target.repo, target.head_sha, services.trees_dir)
     return run_check(base_tree, head_tree, policy, base_sha=base_sha, head_sha=target.head_sha,
-                     cache_dir=services.settings.cache_dir, allow_unsandboxed=False)
+                     cache_dir=services.settings.cache_dir, allow_unsandboxed=False,
+                     repository=f"{target.owner}/{target.repo}")
 
 
 def compared_base(client: GitHubClient, target: RunTarget) -> str:

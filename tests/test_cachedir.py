@@ -32,7 +32,7 @@ def tree(cache: Path, name: str, *, hours_ago: float, size: int = MB) -> Path:
 
 
 def matrix(cache: Path, key: str, name: str, *, hours_ago: float, size: int = MB) -> Path:
-    path = cache / "matrix" / key / f"{name}.json"
+    path = cache / "matrix" / "repository" / key / f"{name}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(os.urandom(size))
     return age(path, hours_ago * HOUR)
@@ -90,7 +90,7 @@ def test_under_the_cap_nothing_goes(tmp_path: Path) -> None:
 
     report = prune(cache, 3 * MB)
 
-    assert left(cache) == ["a"] and left(cache, "matrix/k") == ["m.json"]
+    assert left(cache) == ["a"] and left(cache, "matrix/repository/k") == ["m.json"]
     assert (report.entries, report.removed) == (2, 0)
     assert report.summary().endswith("under the cap: nothing removed")
 
@@ -106,7 +106,8 @@ def test_captured_matrices_are_entries_among_the_trees(tmp_path: Path) -> None:
     prune(cache, int(2.5 * MB))
 
     assert left(cache) == ["t-new"]
-    assert (left(cache, "matrix/policy1"), left(cache, "matrix/policy2")) == (["m-new.json"], [])
+    kept = (left(cache, "matrix/repository/policy1"), left(cache, "matrix/repository/policy2"))
+    assert kept == (["m-new.json"], [])
 
 
 def test_what_is_not_the_caches_own_is_left_alone(tmp_path: Path) -> None:
@@ -131,7 +132,7 @@ def test_leftovers_of_interrupted_runs_go_whatever_the_size(tmp_path: Path) -> N
 
     report = prune(cache, 100 * MB)
 
-    assert left(cache) == [".ghi.x2.partial", "kept"] and left(cache, "matrix/k") == []
+    assert left(cache) == [".ghi.x2.partial", "kept"] and left(cache, "matrix/repository/k") == []
     assert not any(path.exists() for path in stale) and unpacking.exists()
     assert (report.removed, report.leftovers) == (0, 3)
     assert "removed 3 leftovers of interrupted runs" in report.summary()

@@ -1,4 +1,9 @@
-"""capture_matrix's cache: an unchanged CI tree costs no capture; a change to anything read recaptures."""
+"""capture_matrix's cache: the same tree of the same repository costs no capture; any change recaptures.
+
+The key is the host's hash of the whole tree, never what the sandboxed scripts say they read: they are a
+pull request's code (issue "Hold under attack": a helper emptied the harness's list of reads and got its
+own matrix reused for another pull request).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ import pytest
 
 from app.analysis.policy import Policy, parse_policy
 from app.capture import capture_matrix
+from app.treehash import fingerprints, tree_digest
 
 POLICY = {
     "validation": {"paths": ["train.py"], "entry": "arguments:parse_args"},
@@ -59,8 +65,8 @@ def repo(tmp_path: Path) -> Path:
     return tmp_path / "repo"
 
 
-def argvs(tree: Path, cache: Path) -> tuple[list[tuple[str, ...]], bool]:
-    matrix, cached = capture_matrix(tree, policy(), cache_dir=cache)
+def argvs(tree: Path, cache: Path, repository: str = "owner/repo") -> tuple[list[tuple[str, ...]], bool]:
+    matrix, cached = capture_matrix(tree, policy(), cache_dir=cache, repository=repository)
     return [s.argv for s in matrix.suites], cached
 
 
@@ -77,8 +83,8 @@ def test_unchanged_tree_is_a_cache_hit_that_runs_no_sandbox(repo: Path, tmp_path
     with monkeypatch.context() as patch:
         no_sandbox(patch, tmp_path)
         assert argvs(repo, cache) == (first, True)
-        (repo / "README.md").write_text("edited: capture never read it\n")
-        assert argvs(repo, cache) == (first, True)
+    (repo / "README.md").write_text("edited: any file of the tree may be read by a script\n")
+    assert argvs(repo, cache) == (first, False)
 
 
 def test_a_change_in_a_sourced_shell_file_is_a_miss(repo: Path, tmp_path: Path,
@@ -105,15 +111,50 @@ def test_a_new_ci_script_is_a_miss(repo: Path, tmp_path: Path, monkeypatch: pyte
     assert argvs(repo, cache) == ([("--new",), ("--layers", "24", "--lr", "1e-4"), ("--top",)], False)
 
 
-def test_the_cache_entry_keys_on_what_capture_read(repo: Path, tmp_path: Path) -> None:
+def test_the_cache_entry_keys_on_the_whole_tree(repo: Path, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     argvs(repo, cache)
-    [entry_file] = (cache / "matrix").glob("*/*.json")
+    [entry_file] = (cache / "matrix").glob("*/*/*.json")
     entry = json.loads(entry_file.read_text())
-    assert entry["policy"] == entry_file.parent.name
+    assert entry["tree"] == tree_digest(fingerprints(repo)) and entry_file.stem == entry["tree"][:32]
     assert entry["scripts"] == ["0:tests/e2e/test_small.py", "0:tests/test_top.py"]
-    assert sorted(entry["reads"]) == ["scripts/model.sh", "tests/e2e/test_small.py", "tests/test_top.py"]
     assert entry["matrix"]["captured"] == 2 and not list(cache.rglob(".tmp-*"))
+
+
+def test_another_repository_never_gets_the_matrix(repo: Path, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = tmp_path / "cache"
+    argvs(repo, cache, repository="attacker/fork")
+    with monkeypatch.context() as patch:
+        no_sandbox(patch, tmp_path)
+        with pytest.raises(Exception, match="bubblewrap not found"):
+            argvs(repo, cache, repository="victim/repo")
+
+
+def test_a_script_that_hides_what_it_read_cannot_poison_the_cache(repo: Path, tmp_path: Path) -> None:
+    # A pull request's CI helper reaches the harness's module state and empties its record of reads, and
+    # chooses its own suites; a later tree with the same CI scripts but another helper must not get them.
+    helper = "tests/helper_lib.py"
+    write_tree(repo, {
+        helper: "FLAGS = '--attacker-chosen'\n",
+        "tests/test_top.py": """
+            import builtins, os, sys
+            from tests import helper_lib
+            for module in list(sys.modules.values()):
+                for name in ("_reads", "reads"):
+                    found = getattr(module, name, None)
+                    if isinstance(found, set):
+                        found.clear()
+            sys.modules.pop("tests.helper_lib")  # what is imported counts as read too: hide it
+            os.system("python3 train.py " + helper_lib.FLAGS)
+        """,
+        "tests/__init__.py": "",
+    })
+    cache = tmp_path / "cache"
+    assert ("--attacker-chosen",) in argvs(repo, cache)[0]
+    write_tree(repo, {helper: "FLAGS = '--honest'\n"})
+    suites, cached = argvs(repo, cache)
+    assert not cached and ("--honest",) in suites and ("--attacker-chosen",) not in suites
 
 
 def test_a_run_stopped_by_the_sandbox_is_reported_and_not_cached(repo: Path, tmp_path: Path) -> None:
@@ -135,10 +176,12 @@ def test_policy_keys_capture_does_not_read_keep_the_cache(repo: Path, tmp_path: 
     raw["validation"]["functions"] = ["arguments:validate"]
     with monkeypatch.context() as patch:
         no_sandbox(patch, tmp_path)
-        matrix, cached = capture_matrix(repo, parse_policy(json.dumps(raw), "test"), cache_dir=cache)
+        matrix, cached = capture_matrix(repo, parse_policy(json.dumps(raw), "test"), cache_dir=cache,
+                                        repository="owner/repo")
     assert cached and [s.argv for s in matrix.suites] == first
     raw["harness"]["existing_path_prefixes"] = ["/data/"]  # capture does read this one
     with monkeypatch.context() as patch:
         no_sandbox(patch, tmp_path)
         with pytest.raises(Exception, match="bubblewrap not found"):
-            capture_matrix(repo, parse_policy(json.dumps(raw), "test"), cache_dir=cache)
+            capture_matrix(repo, parse_policy(json.dumps(raw), "test"), cache_dir=cache,
+                           repository="owner/repo")

@@ -8,10 +8,6 @@ from typing import Any
 from app.analysis.matrix import (
     ScriptReport,
     build_matrix,
-    cache_entry,
-    cache_entry_matches,
-    cache_entry_name,
-    reads_of,
     runtime_env_vars,
     suites_from_launches,
 )
@@ -141,30 +137,5 @@ def test_static_suites_join_recorded_ones_with_unique_ids() -> None:
 
 def test_script_reports_come_from_harness_messages() -> None:
     message = {"type": "script", "script": "tests/a.py", "status": "failed", "launches": [], "reason": "boom",
-               "registration": None, "reads": ["tests/a.py", "lib.py"], "repo": "/repo"}
-    assert ScriptReport.from_message(message) == ScriptReport("tests/a.py", "failed", (), "boom",
-                                                              ("tests/a.py", "lib.py"))
-
-
-def test_reads_of_all_reports_include_the_scripts() -> None:
-    reports = [ScriptReport("tests/a.py", "captured", reads=("lib/x.sh", "tests/a.py")),
-               ScriptReport("tests/b.py", "failed", reads=())]
-    assert reads_of(reports) == ["lib/x.sh", "tests/a.py", "tests/b.py"]
-
-
-def test_cache_entry_matches_while_every_read_file_is_unchanged() -> None:
-    hashes: dict[str, str | None] = {"tests/a.py": "aa", "scripts/m.sh": "mm", "gone.txt": None}
-    entry = cache_entry("policy1", ["0:tests/a.py"], hashes, Matrix(suites=(), scripts=1, captured=0))
-    assert entry["reads"] == {"gone.txt": None, "scripts/m.sh": "mm", "tests/a.py": "aa"}
-    assert cache_entry_matches(entry, hashes.get, ["0:tests/a.py"])
-    assert not cache_entry_matches(entry, {**hashes, "scripts/m.sh": "changed"}.get, ["0:tests/a.py"])
-    assert not cache_entry_matches(entry, {**hashes, "gone.txt": "appeared"}.get, ["0:tests/a.py"])
-    assert not cache_entry_matches(entry, hashes.get, ["0:tests/a.py", "0:tests/new.py"])
-    assert not cache_entry_matches({**entry, "reads": "corrupt"}, hashes.get, ["0:tests/a.py"])
-
-
-def test_cache_entry_names_follow_what_was_read() -> None:
-    matrix = Matrix(suites=(), scripts=0, captured=0)
-    first = cache_entry("p", ["0:a"], {"a": "1"}, matrix)
-    assert cache_entry_name(first) == cache_entry_name(cache_entry("p", ["0:a"], {"a": "1"}, matrix))
-    assert cache_entry_name(first) != cache_entry_name(cache_entry("p", ["0:a"], {"a": "2"}, matrix))
+               "registration": None, "repo": "/repo", "ended": False}
+    assert ScriptReport.from_message(message) == ScriptReport("tests/a.py", "failed", (), "boom")

@@ -73,7 +73,7 @@ def test_text_says_first_how_many_suites_break_and_where() -> None:
     assert "pkg/arguments.py:42 (in this diff)" in text
     assert "AssertionError: colocate needs the weights backuper" in text
     assert all(s.id in text for s in SUITES)
-    assert "timing: capture 1.2 s, base 2.5 s, head 2.8 s, total 6.5 s" in text
+    assert "timing: capture 1.2 s (matrix from cache), base 2.5 s, head 2.8 s, total 6.5 s" in text
     assert "WITHOUT the sandbox" not in text
 
 

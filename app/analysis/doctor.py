@@ -33,7 +33,8 @@ class Hint:
 def hint_for(exception: str | None, message: str | None) -> Hint | None:
     """The policy keys that may help with an error; None when no heuristic knows it."""
     text = f"{exception or ''}: {message or ''}"
-    for rule in (_missing_file, _unreadable_file, _missing_module, _upstream_attribute, _unknown_flags):
+    for rule in (_missing_file, _unreadable_file, _empty_file, _missing_module, _upstream_attribute,
+                 _unknown_flags):
         hint = rule(text)
         if hint is not None:
             return hint
@@ -56,6 +57,16 @@ def _unreadable_file(text: str) -> Hint | None:
     return Hint(("harness.fixtures", "harness.existing_path_prefixes"),
                 f"'{path.group(1)}' looks present but cannot be read: serve it as a fixture, or check what "
                 f"`harness.existing_path_prefixes` ('{prefix}') makes look present")
+
+
+def _empty_file(text: str) -> Hint | None:
+    # Under `harness.existing_path_prefixes` a file that CI hosts have exists here, empty: JSON or YAML
+    # read from it fails on its first character.
+    if "JSONDecodeError" not in text and "Expecting value: line 1 column 1" not in text:
+        return None
+    return Hint(("harness.fixtures",),
+                "a file the harness serves empty (under `harness.existing_path_prefixes`) needs its content: "
+                "a fixture with its path and the content CI hosts have")
 
 
 def _missing_module(text: str) -> Hint | None:
@@ -140,7 +151,7 @@ def _capture_lines(health: Health) -> list[str]:
                            ("launch no entry", health.no_entry)):
         for failure in failures:
             lines.append(f"  {kind}: {failure.script}: {failure.reason}")
-            if kind != "launch no entry":  # a pytest or server script is no harness problem
+            if kind == "failed":  # a partial one kept its suites; a pytest or server script is no problem
                 lines += _hint_lines(hint_for(None, failure.reason))
     lines += [f"  disabled: {script}" for script in health.disabled]
     return lines

@@ -6,11 +6,10 @@ runs a process or reads a file.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import posixpath
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,14 +28,13 @@ class ScriptReport:
     status: str  # "captured" | "disabled" | "failed"
     launches: tuple[Mapping[str, Any], ...] = ()
     reason: str | None = None
-    reads: tuple[str, ...] = ()
     ended: bool = False  # the script ran to its end (or exited 0): nothing stopped it early
 
     @classmethod
     def from_message(cls, message: Mapping[str, Any]) -> ScriptReport:
         return cls(script=str(message["script"]), status=str(message["status"]),
                    launches=tuple(message.get("launches") or ()), reason=message.get("reason"),
-                   reads=tuple(message.get("reads") or ()), ended=message.get("ended") is True)
+                   ended=message.get("ended") is True)
 
 
 def suites_from_launches(script: str, launches: Sequence[Mapping[str, Any]], source: RecordLaunches,
@@ -170,32 +168,3 @@ def _unique_ids(suites: Iterable[Suite]) -> list[Suite]:
                                                                 argv=suite.argv, env=suite.env,
                                                                 entry=suite.entry))
     return unique
-
-
-def reads_of(reports: Iterable[ScriptReport]) -> list[str]:
-    """Every repo-relative file capture read, sorted: the cache key is their content."""
-    return sorted({path for report in reports for path in (*report.reads, report.script)})
-
-
-def cache_entry(policy_key: str, scripts: Sequence[str], read_hashes: Mapping[str, str | None],
-                matrix: Matrix) -> dict[str, Any]:
-    """A cache entry: the matrix, valid while the same scripts exist and every read file is unchanged."""
-    return {"policy": policy_key, "scripts": list(scripts), "reads": dict(sorted(read_hashes.items())),
-            "matrix": matrix.to_json()}
-
-
-def cache_entry_name(entry: Mapping[str, Any]) -> str:
-    """A file name for an entry: the content hash of what capture read (same reads, same name)."""
-    canonical = json.dumps({"scripts": entry["scripts"], "reads": entry["reads"]}, sort_keys=True)
-    return hashlib.sha256(canonical.encode()).hexdigest()[:32]
-
-
-def cache_entry_matches(entry: Mapping[str, Any], file_hash: Callable[[str], str | None],
-                        scripts: Sequence[str]) -> bool:
-    """Same script list, and every file capture read has the hash it had (absent files stay absent)."""
-    if list(entry.get("scripts") or ()) != list(scripts):
-        return False
-    reads = entry.get("reads")
-    if not isinstance(reads, dict):
-        return False
-    return all(file_hash(path) == digest for path, digest in reads.items())

@@ -78,17 +78,13 @@ def _where(finding: Finding) -> str:
 def _summary_lines(report: CheckReport) -> list[str]:
     if not report.validation_changed:
         return [f"changed paths: {len(report.changed_paths)}, none of them validation code"]
-    matrix, timing = report.matrix, report.timing
-    lines = [f"{_plural(len(matrix.suites), 'suite')} from {matrix.captured} of "
-             f"{_plural(matrix.scripts, 'CI script')} ({len(matrix.failed)} failed"
-             f"{', matrix from cache' if report.capture_cached else ''})"]
-    for revision in ("base", "head"):
-        counts = report.outcome_counts(revision)
-        lines.append(f"{revision}: {counts['accepted']} accepted, {counts['rejected']} rejected, "
-                     f"{counts['error']} error")
+    timing = report.timing
+    counts = report.outcome_counts("head")  # the base's counts are in the health line
+    lines = [f"head: {counts['accepted']} accepted, {counts['rejected']} rejected, {counts['error']} error"]
     if report.errored_at_both:
         lines.append(f"{_plural(report.errored_at_both, 'suite')} errored at both revisions (not judged)")
-    lines.append(f"timing: capture {timing.capture_s:.1f} s, base {timing.base_s:.1f} s, "
+    cached = " (matrix from cache)" if report.capture_cached else ""
+    lines.append(f"timing: capture {timing.capture_s:.1f} s{cached}, base {timing.base_s:.1f} s, "
                  f"head {timing.head_s:.1f} s, total {timing.total_s:.1f} s")
     return lines
 

@@ -26,10 +26,11 @@ Via = Literal["bearer", "cookie", "loopback"]
 
 @dataclass(frozen=True)
 class Viewer:
-    """An allowed reader; `session_id` is set for cookie logins (their forms carry a CSRF token)."""
+    """An allowed reader; `session_id` and `csrf` are set for cookie logins (their forms carry the token)."""
 
     via: Via
     session_id: str | None = None
+    csrf: str = ""
 
     @property
     def can_close(self) -> bool:

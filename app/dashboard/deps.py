@@ -69,7 +69,7 @@ def identify(request: Request, gate: Gate | None) -> Viewer | None:
     if gate.bearer_ok(request.headers.get("authorization")):
         return Viewer("bearer")
     session_id = gate.session_id(request.cookies.get(SESSION_COOKIE))
-    return Viewer("cookie", session_id) if session_id else None
+    return Viewer("cookie", session_id, gate.csrf_token(session_id)) if session_id else None
 
 
 def page_viewer(request: Request, gate: GateDep) -> Viewer:

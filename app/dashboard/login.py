@@ -12,7 +12,7 @@ from starlette.responses import Response
 from app.dashboard.auth import SESSION_COOKIE, SESSION_SECONDS, safe_next
 from app.dashboard.deps import GateDep
 from app.dashboard.forms import FormFields
-from app.dashboard.views import render
+from app.dashboard.views import error_page, render
 
 STATIC = Path(__file__).parent / "static"
 STATIC_FILES = {"dashboard.css": "text/css"}
@@ -40,7 +40,14 @@ def login(request: Request, gate: GateDep, form: FormFields) -> Response:
 
 
 @router.post("/logout")
-def logout() -> Response:
+def logout(request: Request, gate: GateDep, form: FormFields) -> Response:
+    """Ends the session from its own form only (its CSRF token): a forged cross-site POST gets no Set-Cookie
+    that would end it, whether or not the browser sent the cookie along."""
+    session_id = gate.session_id(request.cookies.get(SESSION_COOKIE)) if gate is not None else None
+    if gate is None or session_id is None:  # no session to end
+        return RedirectResponse("/login", status_code=303)
+    if not gate.csrf_ok(session_id, form.get("csrf")):
+        return error_page(request, 403, "the form has expired: reload the page and try again")
     response = RedirectResponse("/login", status_code=303)
     response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="strict")
     return response

@@ -15,7 +15,7 @@ from starlette.responses import Response
 from app.dashboard import charts
 from app.dashboard.actions import AlreadyClosed, close_from_dashboard
 from app.dashboard.api import REPO_PATTERN
-from app.dashboard.auth import Gate, Viewer
+from app.dashboard.auth import Viewer
 from app.dashboard.deps import GateDep, PageViewer, ReadSession, SessionsDep, page_viewer
 from app.dashboard.forms import FormFields
 from app.dashboard.views import error_page, render
@@ -93,18 +93,16 @@ def windows_page(request: Request, viewer: PageViewer, session: ReadSession, sta
 
 
 @router.get("/windows/{window_id}")
-def window_page(request: Request, viewer: PageViewer, gate: GateDep, session: ReadSession,
-                window_id: IdPath) -> Response:
+def window_page(request: Request, viewer: PageViewer, session: ReadSession, window_id: IdPath) -> Response:
     detail = window_with_events(session, window_id=window_id)
     if detail is None:
         return error_page(request, 404, f"no risk window {window_id}", viewer=viewer)
-    return _window(request, viewer, gate, detail)
+    return _window(request, viewer, detail)
 
 
-def _window(request: Request, viewer: Viewer, gate: Gate | None, detail: WindowDetail, *,
-            problem: str | None = None, status_code: int = 200) -> Response:
-    csrf = gate.csrf_token(viewer.session_id) if gate is not None and viewer.session_id else ""
-    return render(request, "window.html", {"window": detail, "csrf": csrf, "problem": problem},
+def _window(request: Request, viewer: Viewer, detail: WindowDetail, *, problem: str | None = None,
+            status_code: int = 200) -> Response:
+    return render(request, "window.html", {"window": detail, "csrf": viewer.csrf, "problem": problem},
                   viewer=viewer, status_code=status_code)
 
 
@@ -119,7 +117,7 @@ def close_page(request: Request, viewer: PageViewer, gate: GateDep, sessions: Se
     reason = form.get("reason", "").strip()[:MAX_REASON]
     try:
         if not reason:
-            return _reason_missing(request, viewer, gate, sessions, window_id)
+            return _reason_missing(request, viewer, sessions, window_id)
         close_from_dashboard(sessions, window_id=window_id, reason=reason)
     except LookupError:
         return error_page(request, 404, f"no risk window {window_id}", viewer=viewer)
@@ -128,13 +126,12 @@ def close_page(request: Request, viewer: PageViewer, gate: GateDep, sessions: Se
     return RedirectResponse(f"/windows/{window_id}", status_code=303)  # reloading it posts nothing again
 
 
-def _reason_missing(request: Request, viewer: Viewer, gate: Gate, sessions: SessionsDep,
-                    window_id: int) -> Response:
+def _reason_missing(request: Request, viewer: Viewer, sessions: SessionsDep, window_id: int) -> Response:
     with session_scope(sessions, read_only=True) as session:
         detail = window_with_events(session, window_id=window_id)
     if detail is None:
         raise LookupError(f"no risk window {window_id}")
-    return _window(request, viewer, gate, detail, problem="Say why the window closes.", status_code=400)
+    return _window(request, viewer, detail, problem="Say why the window closes.", status_code=400)
 
 
 @router.get("/runs")

@@ -4,24 +4,24 @@ other bots', comments on issues and comments without a command are ignored here,
 from __future__ import annotations
 
 from app.commands import parse_commands
-from app.webhooks.router import Decision, Ignored, Job, Payload, Router, installation_id, repository, require
+from app.webhooks.payloads import IssueCommentEvent
+from app.webhooks.router import Decision, Ignored, Job, PayloadError, Router
 
 router = Router()
 
 
-@router.register("issue_comment", "created")
-def queue_commands(payload: Payload) -> Decision:
-    issue = require(payload, "issue")
-    comment = require(payload, "comment")
-    if not issue.get("pull_request"):
+@router.register("issue_comment", "created", model=IssueCommentEvent)
+def queue_commands(event: IssueCommentEvent) -> Decision:
+    comment = event.comment
+    if not event.issue.pull_request:
         return Ignored("a comment on an issue, not on a pull request")
-    author = comment.get("user") or {}
-    if author.get("type") == "Bot":  # our own replies and other bots: never a command, never a loop
+    if comment.user is not None and comment.user.type == "Bot":  # our own replies and other bots: no loop
         return Ignored("a bot's comment")
-    body = str(comment.get("body") or "")
+    body = comment.body or ""
     if not parse_commands(body):
         return Ignored("no /triage command")
-    return Job("command", installation_id(payload), {
-        "repository": repository(payload), "number": int(require(payload, "issue", "number")),
-        "comment_id": int(require(payload, "comment", "id")), "author": str(require(author, "login")),
-        "body": body})
+    if comment.user is None or comment.user.login is None:
+        raise PayloadError("payload lacks comment.user.login")
+    return Job("command", event.installation_id, {
+        "repository": event.repository.job_data(), "number": event.issue.number, "comment_id": comment.id,
+        "author": comment.user.login, "body": body})

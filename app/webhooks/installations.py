@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
-from app.webhooks.router import Decision, Job, Payload, Router, require
+from app.webhooks.payloads import InstallationEvent, Repository
+from app.webhooks.router import Decision, Job, Router
 
 router = Router()
 
@@ -13,28 +11,24 @@ STATES = {"created": "active", "unsuspend": "active", "new_permissions_accepted"
           "suspend": "suspended", "deleted": "deleted"}
 
 
-def _repositories(listed: Any) -> list[dict[str, Any]]:
-    if not isinstance(listed, list):
-        return []
-    return [{"id": int(repo["id"]), "full_name": str(repo["full_name"]), "private": bool(repo.get("private"))}
-            for repo in listed if isinstance(repo, Mapping) and "id" in repo and "full_name" in repo]
+def _repositories(listed: list[Repository] | None) -> list[dict[str, object]]:
+    return [repo.job_data() for repo in listed or []]
 
 
-def _installation(payload: Payload, state: str, added: Any, removed: Any) -> Job:
-    installation_id = int(require(payload, "installation", "id"))
-    account = require(payload, "installation", "account")
-    return Job("installation", installation_id, {
-        "account": {"login": str(account.get("login") or "ghost"), "type": account.get("type")},
+def _installation(event: InstallationEvent, state: str, added: list[Repository] | None,
+                  removed: list[Repository] | None) -> Job:
+    account = event.installation.account
+    return Job("installation", event.installation.id, {
+        "account": {"login": account.login or "ghost", "type": account.type},
         "state": state, "added": _repositories(added), "removed": _repositories(removed)})
 
 
-@router.register("installation")
-def record_installation(payload: Payload) -> Decision:
-    state = STATES.get(str(payload.get("action")), "active")
-    return _installation(payload, state, payload.get("repositories"), [])
+@router.register("installation", model=InstallationEvent)
+def record_installation(event: InstallationEvent) -> Decision:
+    state = STATES.get(event.action or "", "active")
+    return _installation(event, state, event.repositories, [])
 
 
-@router.register("installation_repositories", "added", "removed")
-def record_repositories(payload: Payload) -> Decision:
-    return _installation(payload, "active", payload.get("repositories_added"),
-                         payload.get("repositories_removed"))
+@router.register("installation_repositories", "added", "removed", model=InstallationEvent)
+def record_repositories(event: InstallationEvent) -> Decision:
+    return _installation(event, "active", event.repositories_added, event.repositories_removed)

@@ -1,39 +1,46 @@
 """POST /webhooks/github: the signature checked on the raw bytes before anything parses them, the delivery
 stored once by its GUID, its job queued inside the same transaction, and an answer within milliseconds.
 
-401 bad or missing signature (nothing stored) · 400 missing event or delivery header, malformed JSON, a
-payload without what its event must carry · 200 redelivery or concurrent duplicate (nothing queued), and
-deliveries ignored by design (ping, events and actions without a handler; stored as `ignored`) · 202 job
-queued · 503 the queue (or the database) cannot take it: the row is rolled back, GitHub shows the failure
-and the delivery can be redelivered.
+413 a body past 25 MB, whatever its transfer encoding, refused once it passes (the rest unread) · 401 bad
+or missing signature (nothing stored; a missing one before the body is read) · 400 missing event or delivery
+header, malformed JSON, a payload its event's typed model refuses, a row the database refuses (the rest of
+its group is stored) · 200 redelivery or concurrent duplicate (nothing queued), and deliveries ignored by
+design (ping, events and actions without a handler; stored as `ignored`) · 202 job queued · 503 the queue
+(or the database) cannot take it: the row is rolled back, GitHub shows the failure and the delivery can be
+redelivered.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
+import pydantic_core
 from fastapi import APIRouter, Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session
 
 from app.metrics import ServiceMetrics
 from app.store.types import utcnow
 from app.webhooks.batching import GroupCommit, record_new_deliveries
-from app.webhooks.router import Ignored, Job, PayloadError, Router, installation_id
+from app.webhooks.payloads import Envelope
+from app.webhooks.router import Ignored, Job, PayloadError, Router, validate
 
 log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 25 * 1024 * 1024  # GitHub caps webhook payloads at 25 MB
 PARSE_IN_LOOP_BYTES = 256 * 1024  # a larger body is parsed off the event loop
 GUID_CHARS = 64  # the deliveries.guid column
+SIGNATURE_HEADER = "x-hub-signature-256"
+REDELIVER = "the delivery could not be queued; redeliver it"
 
 
 @dataclass(frozen=True)
@@ -64,6 +71,26 @@ class Verified:
                 "error": decision.reason, "processed_at": now}
 
 
+class QueueDown(Exception):
+    """The queue refused a job."""
+
+
+def unavailable(exc: Exception) -> bool:
+    """Whether EXC says the queue or the database is down (GitHub should redeliver), rather than that the
+    database refused what one delivery carries."""
+    return isinstance(exc, QueueDown | OperationalError | InterfaceError | PoolTimeout)
+
+
+def parse_object(body: bytes) -> dict[str, Any] | None:
+    """The body's JSON object; None for anything else. pydantic's parser bounds the nesting (a deep payload
+    is refused, not a RecursionError) and refuses NaN, Infinity and lone surrogates, which no store takes."""
+    try:
+        parsed = pydantic_core.from_json(body, allow_inf_nan=False)
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, dict) else None
+
+
 def signature_matches(secret: bytes, body: bytes, header: str | None) -> bool:
     """Whether HEADER is `sha256=` + the HMAC-SHA256 of BODY under SECRET, compared in constant time."""
     if not header:
@@ -90,49 +117,64 @@ class Intake:
     def verify(self, headers: Mapping[str, str], body: bytes) -> Answer | Verified:
         """Signature, headers, JSON and the handler's decision. HEADERS: case-insensitive (Starlette's) or
         lower-case names."""
-        if not signature_matches(self.secret, body, headers.get("x-hub-signature-256")):
-            return self._answer("unverified", "unauthorized", 401, "missing or wrong X-Hub-Signature-256")
+        if not signature_matches(self.secret, body, headers.get(SIGNATURE_HEADER)):
+            return self.unsigned()
         event, guid = headers.get("x-github-event"), headers.get("x-github-delivery")
         if not event or not guid or len(guid) > GUID_CHARS:
             return self._answer("unverified", "bad_request", 400,
                                 "X-GitHub-Event and X-GitHub-Delivery (at most 64 characters) are required")
         event = event[:64]
-        try:
-            payload = json.loads(body)
-        except ValueError:
-            payload = None
-        if not isinstance(payload, dict):
+        payload = parse_object(body)
+        if payload is None:
             return self._answer(event, "bad_request", 400, "the body is not a JSON object")
         try:
+            envelope = validate(Envelope, payload)
             decision = self.router.decide(event, payload)
-        except (PayloadError, KeyError, TypeError, ValueError) as exc:
-            reason = str(exc) if isinstance(exc, PayloadError) else "payload of an unexpected shape"
-            return self._answer(event, "bad_request", 400, reason)
-        action = payload.get("action") if isinstance(payload.get("action"), str) else None
-        return Verified(event, guid, action, installation_id(payload), decision)
+        except PayloadError as exc:
+            return self._answer(event, "bad_request", 400, str(exc))
+        return Verified(event, guid, envelope.action, envelope.installation_id, decision)
+
+    def unsigned(self) -> Answer:
+        return self._answer("unverified", "unauthorized", 401, "missing or wrong X-Hub-Signature-256")
 
     def store(self, deliveries: Sequence[Verified]) -> list[Answer]:
         """Store the new deliveries and queue their jobs in one transaction; an answer for each.
 
-        If the queue (or the database) fails, the transaction rolls back: every delivery of the group is
-        answered 503 and none is left stored (GitHub redelivers).
+        If the queue (or the database) is down, the transaction rolls back: every delivery of the group is
+        answered 503 and none is left stored (GitHub redelivers). If the database refuses a row, the group
+        is stored again one delivery at a time, so that only the one it refuses is answered 400.
         """
         first: dict[str, Verified] = {}
         for delivery in deliveries:
             first.setdefault(delivery.guid, delivery)
         try:
-            with self.writing() as session:
-                stored = record_new_deliveries(session, [delivery.row() for delivery in first.values()])
-                for guid in stored:
-                    if isinstance(first[guid].decision, Job):
-                        self.enqueue(guid)  # inside the transaction: if the queue refuses, nothing is kept
+            stored = self._commit(list(first.values()))
         except Exception as exc:
-            log.error("%d deliveries not queued: %s", len(first), type(exc).__name__)
-            return [self._answer(delivery.event, "unavailable", 503,
-                                 "the delivery could not be queued; redeliver it") for delivery in deliveries]
+            return self._failed(deliveries, exc)
         # of several deliveries with one GUID in the group, the first is the new one
         return [self._stored_answer(delivery, new=first[delivery.guid] is delivery
                                     and delivery.guid in stored) for delivery in deliveries]
+
+    def _commit(self, deliveries: list[Verified]) -> set[str]:
+        with self.writing() as session:
+            stored = record_new_deliveries(session, [delivery.row() for delivery in deliveries])
+            for delivery in deliveries:
+                if delivery.guid in stored and isinstance(delivery.decision, Job):
+                    try:  # inside the transaction: if the queue refuses, nothing is kept
+                        self.enqueue(delivery.guid)
+                    except Exception as exc:
+                        raise QueueDown from exc
+        return stored
+
+    def _failed(self, deliveries: Sequence[Verified], exc: Exception) -> list[Answer]:
+        if unavailable(exc):
+            log.error("%d deliveries not queued: %s", len(deliveries), type(exc.__cause__ or exc).__name__)
+            return [self._answer(delivery.event, "unavailable", 503, REDELIVER) for delivery in deliveries]
+        if len(deliveries) > 1:  # which one does the database refuse? each alone
+            return [answer for delivery in deliveries for answer in self.store([delivery])]
+        log.warning("the database refused a delivery: %s", type(exc).__name__)
+        return [self._answer(delivery.event, "bad_request", 400, "the database refused this delivery")
+                for delivery in deliveries]
 
     def _stored_answer(self, delivery: Verified, *, new: bool) -> Answer:
         if not new:
@@ -166,15 +208,44 @@ WriterDep = Annotated[GroupCommit, Depends(get_writer)]
 router = APIRouter()
 
 
+class TooLarge(Exception):
+    """The body passed MAX_BODY_BYTES."""
+
+
+def too_large() -> JSONResponse:
+    return JSONResponse({"result": "too_large", "message": "payloads are at most 25 MB"}, status_code=413,
+                        headers={"Connection": "close"})  # the rest of the body is not worth reading
+
+
+async def read_capped(request: Request, cap: int = MAX_BODY_BYTES) -> bytes:
+    """The body, read chunk by chunk whatever its transfer encoding; TooLarge as soon as it passes CAP, so
+    at most CAP bytes are ever held and the rest is never read."""
+    declared = request.headers.get("content-length")
+    if declared is not None and (not declared.isdigit() or int(declared) > cap):
+        raise TooLarge
+    body = bytearray()
+    async for chunk in request.stream():
+        if len(body) + len(chunk) > cap:
+            raise TooLarge
+        body += chunk
+    return bytes(body)
+
+
 @router.post("/webhooks/github", status_code=202)
 async def github_webhook(request: Request, intake: IntakeDep, writer: WriterDep) -> JSONResponse:
-    declared = request.headers.get("content-length") or "0"
-    if not declared.isdigit() or int(declared) > MAX_BODY_BYTES:
-        return JSONResponse({"result": "too_large", "message": "payloads are at most 25 MB"}, status_code=413)
-    body = await request.body()
+    if not request.headers.get(SIGNATURE_HEADER):  # refused before a byte of the body is read
+        return _json(intake.unsigned())
+    try:
+        body = await read_capped(request)
+    except TooLarge:
+        intake.metrics.deliveries.inc(event="unverified", result="too_large")
+        return too_large()
     if len(body) <= PARSE_IN_LOOP_BYTES:  # an HMAC and a JSON parse of a usual payload: well under 1 ms
         verified = intake.verify(request.headers, body)
     else:
         verified = await run_in_threadpool(intake.verify, request.headers, body)
-    answer = verified if isinstance(verified, Answer) else await writer.submit(verified)
+    return _json(verified if isinstance(verified, Answer) else await writer.submit(verified))
+
+
+def _json(answer: Answer) -> JSONResponse:
     return JSONResponse(answer.body, status_code=answer.status)

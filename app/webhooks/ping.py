@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from app.webhooks.router import Decision, Ignored, Payload, Router
+from app.webhooks.payloads import Envelope
+from app.webhooks.router import Decision, Ignored, Router
 
 router = Router()
 
 
-@router.register("ping")
-def pong(payload: Payload) -> Decision:
+@router.register("ping", model=Envelope)
+def pong(event: Envelope) -> Decision:
     return Ignored("ping")

@@ -3,7 +3,8 @@ recorded, and a merge opens and closes risk windows (app/windows.py)."""
 
 from __future__ import annotations
 
-from app.webhooks.router import Decision, Ignored, Job, Payload, Router, installation_id, repository, require
+from app.webhooks.payloads import PullRequestEvent
+from app.webhooks.router import Decision, Ignored, Job, Router
 
 router = Router()
 
@@ -14,34 +15,30 @@ CHANGES_HEAD = ("opened", "reopened", "synchronize", "ready_for_review")
 EDITS_THAT_MATTER = ("body", "base")
 
 
-def _triage(payload: Payload, reason: str) -> Job:
-    number = int(require(payload, "pull_request", "number"))
-    head_sha = str(require(payload, "pull_request", "head", "sha"))
-    return Job("triage", installation_id(payload), {
-        "repository": repository(payload), "numbers": [number], "head_sha": head_sha, "reason": reason})
+def _triage(event: PullRequestEvent, reason: str) -> Job:
+    return Job("triage", event.installation_id, {
+        "repository": event.repository.job_data(), "numbers": [event.pull_request.number],
+        "head_sha": event.pull_request.head.sha, "reason": reason})
 
 
-@router.register("pull_request", *CHANGES_HEAD)
-def triage_new_head(payload: Payload) -> Decision:
-    return _triage(payload, str(payload["action"]))
+@router.register("pull_request", *CHANGES_HEAD, model=PullRequestEvent)
+def triage_new_head(event: PullRequestEvent) -> Decision:
+    return _triage(event, event.action)
 
 
-@router.register("pull_request", "edited")
-def triage_edit(payload: Payload) -> Decision:
-    changes = payload.get("changes")
-    changed = sorted(changes) if isinstance(changes, dict) else []
+@router.register("pull_request", "edited", model=PullRequestEvent)
+def triage_edit(event: PullRequestEvent) -> Decision:
+    changed = sorted(event.changes or {})
     if not any(key in changed for key in EDITS_THAT_MATTER):
-        return Ignored(f"edited {', '.join(changed) or 'nothing'}: cannot change the verdict")
-    return _triage(payload, "edited")
+        return Ignored(f"edited {', '.join(changed)[:200] or 'nothing'}: cannot change the verdict")
+    return _triage(event, "edited")
 
 
-@router.register("pull_request", "closed")
-def record_close(payload: Payload) -> Decision:
-    number = int(require(payload, "pull_request", "number"))
-    pull = require(payload, "pull_request")
-    merged = bool(pull.get("merged"))
+@router.register("pull_request", "closed", model=PullRequestEvent)
+def record_close(event: PullRequestEvent) -> Decision:
+    pull = event.pull_request
     # who merged it is the actor of the risk-window changes the merge makes
-    merger = pull.get("merged_by") or payload.get("sender") or {}
-    return Job("pull_request_closed", installation_id(payload), {
-        "repository": repository(payload), "number": number, "merged": merged,
-        "actor": str(merger.get("login") or "prtriage")})
+    merger = pull.merged_by or event.sender
+    return Job("pull_request_closed", event.installation_id, {
+        "repository": event.repository.job_data(), "number": pull.number, "merged": bool(pull.merged),
+        "actor": (merger.login if merger else None) or "prtriage"})

@@ -1,18 +1,24 @@
 """Which handler answers a delivery: each concern module registers its handlers for (event, action) pairs on
 its own Router; the intake combines the routers (as gidgethub's routing does).
 
-A handler reads the verified payload and says what to do with it, without any I/O: queue a Job (its data is
-stored as the delivery's payload summary, and the worker runs it) or ignore the delivery with a reason.
+A handler reads the verified payload as the typed model it registered with (app/webhooks/payloads.py) and says
+what to do with it, without any I/O: queue a Job (its data is stored as the delivery's payload summary, and
+the worker runs it) or ignore the delivery with a reason.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
+
+from pydantic import ValidationError
+
+from app.webhooks.payloads import Envelope, describe
 
 JobKind = Literal["triage", "pull_request_closed", "installation", "command"]
 Payload = Mapping[str, Any]
+E = TypeVar("E", bound=Envelope)
 
 
 @dataclass(frozen=True)
@@ -33,68 +39,60 @@ class Ignored:
 
 
 Decision = Job | Ignored
-Handler = Callable[[Payload], Decision]
+Handler = Callable[[Any], Decision]
 
 
 class PayloadError(ValueError):
     """A verified delivery whose payload lacks what its event must carry; the intake answers 400."""
 
 
+@dataclass(frozen=True)
+class Route:
+    model: type[Envelope]  # what the handler reads, validated before it is called
+    handler: Handler
+
+
 class Router:
-    """(event, action) -> handler; action None registers for every action of the event (and for events
-    that have none, such as ping)."""
+    """(event, action) -> handler and the payload model it reads; action None registers for every action of
+    the event (and for events that have none, such as ping)."""
 
     def __init__(self, *routers: Router) -> None:
-        self._handlers: dict[tuple[str, str | None], Handler] = {}
+        self._routes: dict[tuple[str, str | None], Route] = {}
         for router in routers:
-            for key, handler in router._handlers.items():
-                self._add(key, handler)
+            for key, route in router._routes.items():
+                self._add(key, route)
 
-    def _add(self, key: tuple[str, str | None], handler: Handler) -> None:
-        if key in self._handlers:
+    def _add(self, key: tuple[str, str | None], route: Route) -> None:
+        if key in self._routes:
             raise ValueError(f"two handlers for {key}")
-        self._handlers[key] = handler
+        self._routes[key] = route
 
-    def register(self, event: str, *actions: str) -> Callable[[Handler], Handler]:
-        def decorate(handler: Handler) -> Handler:
+    def register(self, event: str, *actions: str, model: type[E]) -> Callable[[Callable[[E], Decision]],
+                                                                                Callable[[E], Decision]]:
+        def decorate(handler: Callable[[E], Decision]) -> Callable[[E], Decision]:
             for action in actions or (None,):
-                self._add((event, action), handler)
+                self._add((event, action), Route(model, handler))
             return handler
         return decorate
 
     def decide(self, event: str, payload: Payload) -> Decision:
+        """The handler's decision on the payload, validated by the handler's model first: PayloadError when
+        it is malformed."""
         action = payload.get("action")
         action = action if isinstance(action, str) else None
-        handler = self._handlers.get((event, action)) or self._handlers.get((event, None))
-        if handler is None:
-            return Ignored(f"no handler for {event}" + (f".{action}" if action else ""))
-        return handler(payload)
+        route = self._routes.get((event, action)) or self._routes.get((event, None))
+        if route is None:
+            return Ignored(f"no handler for {event}" + (f".{action[:64]}" if action else ""))
+        return route.handler(validate(route.model, payload))
 
     @property
     def events(self) -> set[str]:
-        return {event for event, _ in self._handlers}
+        return {event for event, _ in self._routes}
 
 
-def require(payload: Payload, *path: str) -> Any:
-    """payload[path[0]][path[1]]…, or PayloadError naming what is missing."""
-    value: Any = payload
-    for depth, key in enumerate(path):
-        if not isinstance(value, Mapping) or value.get(key) is None:
-            raise PayloadError(f"payload lacks {'.'.join(path[:depth + 1])}")
-        value = value[key]
-    return value
-
-
-def installation_id(payload: Payload) -> int | None:
-    """The App installation the delivery is for; None for a repository webhook (no `installation`)."""
-    installation = payload.get("installation")
-    if isinstance(installation, Mapping) and isinstance(installation.get("id"), int):
-        return int(installation["id"])
-    return None
-
-
-def repository(payload: Payload) -> dict[str, Any]:
-    """The repository the event is about, as the job needs it."""
-    return {"id": int(require(payload, "repository", "id")),
-            "full_name": str(require(payload, "repository", "full_name")),
-            "private": bool(payload["repository"].get("private", False))}
+def validate(model: type[E], payload: Payload) -> E:
+    """PAYLOAD as MODEL, or PayloadError naming the first field that does not fit."""
+    try:
+        return model.model_validate(payload)
+    except ValidationError as exc:
+        raise PayloadError(describe(exc)) from None

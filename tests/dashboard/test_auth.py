@@ -160,7 +160,8 @@ def test_sessions_expire() -> None:
 def test_logout_forgets_the_session_cookie(protected: Callable[..., Client]) -> None:
     client = protected()
     client.log_in()
-    response = client.post("/logout")
+    csrf = client.page("/").one("form", cls="logout").one("input", name="csrf")["value"]
+    response = client.post("/logout", data={"csrf": csrf})
     assert response.status_code == 303 and 'prtriage_session=""' in response.headers["set-cookie"]
     assert client.get("/").status_code == 303
 

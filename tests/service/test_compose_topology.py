@@ -251,7 +251,7 @@ def test_the_compose_services_run_natively_and_the_workers_triage_a_pull_request
                  what="a worker to complete the check run", explain=report)
         [run] = wait_for(triaged, timeout=30, what="the run stored, as serve's dashboard shows it",
                          explain=report)
-        counted = samples(http.get("/metrics").text)
+        counted = samples(http.get("/metrics", headers=bearer).text)
 
     [check] = fake.check_runs(MILES)
     assert (run["conclusion"], run["head_sha"], run["check_run_id"]) == ("failure", INCIDENT, check.id)

@@ -44,7 +44,7 @@ class _Disabled(BaseException):
 
 
 class _OutOfTime(BaseException):
-    """The child's own time limit: raised wherever the script is, so its launches and reads survive."""
+    """The child's own time limit: raised wherever the script is, so its launches survive."""
 
 
 class Capture:
@@ -88,6 +88,7 @@ class Capture:
         script, records = task
         settings = intercept_shell.ShellSettings(self.tools, records, self.launchers,
                                                  min(MAX_SHELL_SECONDS, self.seconds / 2))
+        fsfakes.fresh_overlay()  # what another script wrote under /root/ is not this script's CI host
         intercept.install(settings)
         intercept_net.install()
         vclock.install()
@@ -153,15 +154,12 @@ class Capture:
                 registration: dict[str, Any], problems: list[str]) -> dict[str, Any]:
         state, reason = outcome
         launches = self.launches(records)
-        for sourced in intercept_shell.read_sourced(records):
-            fsfakes.record_read(sourced)
-        reads = fsfakes.reads() | {script}
         if problems:
             distinct = list(dict.fromkeys(problems))
             more = f" (and {len(distinct) - 3} more)" if len(distinct) > 3 else ""
             notes = "; ".join(distinct[:3]) + more
             reason = f"{reason}; {notes}" if reason else notes
-        return script_message(self.repo, script, state, reason, launches, registration, sorted(reads))
+        return script_message(self.repo, script, state, reason, launches, registration)
 
     def launches(self, records: str) -> list[dict[str, Any]]:
         launches = intercept_shell.read_launches(records)
@@ -172,13 +170,11 @@ class Capture:
     def lost_child(self, task: tuple[str, str], reason: str) -> dict[str, Any]:
         """The message for a child that died or was killed: what its bash recorded still counts."""
         script, records = task
-        launches = self.launches(records)
-        # Its reads are lost with it; the script itself is the least the cache must watch.
-        return script_message(self.repo, script, "failed", reason, launches, {}, [script])
+        return script_message(self.repo, script, "failed", reason, self.launches(records), {})
 
 
 def script_message(repo: str, script: str, state: str, reason: str | None, launches: list[dict[str, Any]],
-                   registration: dict[str, Any], reads: list[str]) -> dict[str, Any]:
+                   registration: dict[str, Any]) -> dict[str, Any]:
     if state == "disabled":
         status, launches = "disabled", []
     elif launches:
@@ -189,7 +185,7 @@ def script_message(repo: str, script: str, state: str, reason: str | None, launc
         reason = f"after {len(launches)} launch(es): {reason}"
     # `repo` (beyond the protocol's keys) says where launch paths inside the repository start.
     return {"type": "script", "script": script, "status": status, "launches": launches, "reason": reason,
-            "registration": registration or None, "reads": reads, "repo": repo, "ended": state == "ended"}
+            "registration": registration or None, "repo": repo, "ended": state == "ended"}
 
 
 def script_argv(command: list[str], script: str) -> list[str]:

@@ -6,8 +6,7 @@ checkpoints under `/root/`); `vpaths` decides what stands in for them, and this 
 through `open`, `os.stat`/`lstat` (and so `exists`, `isfile`, `isdir`, `getsize` and pathlib's), `os.listdir`,
 `os.scandir` (and so `glob`, `os.walk`, `Path.iterdir`, `Path.glob`) and `os.access` alike: a path that exists
 can be read or listed. Writes there (`makedirs`, `open(..., "w")`) land in an overlay under /tmp and are
-read back; removals (`os.remove`, `rmtree`) hide the path. Every repository file the process reads is
-recorded so that a cached result can be reused exactly while those files are unchanged.
+read back; removals (`os.remove`, `rmtree`) hide the path.
 """
 
 from __future__ import annotations
@@ -18,7 +17,6 @@ import io
 import os
 import shutil
 import stat
-import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -27,12 +25,11 @@ if TYPE_CHECKING:  # inside the sandbox the harness directory is on sys.path, si
 else:
     import vpaths
 
-_repo_prefix = ""
 _virtual = vpaths.VirtualPaths({})
-_reads: set[str] = set()
 _removed: set[str] = set()  # virtual paths the process deleted: gone, with everything below them
 _installed = False
-OVERLAY = "/tmp/.prtriage-overlay"  # where writes to virtual paths land (the sandbox's /tmp is scratch)
+OVERLAY_ROOT = "/tmp/.prtriage-overlay"  # where writes to virtual paths land (the sandbox's /tmp is scratch)
+OVERLAY = OVERLAY_ROOT
 
 _real_open = builtins.open
 _real_stat = os.stat
@@ -47,14 +44,12 @@ _real_rmtree = shutil.rmtree
 
 
 def install(repo: str, harness_policy: dict[str, Any]) -> None:
-    """Serve the virtual paths and start recording repository reads. Idempotent."""
-    global _repo_prefix, _virtual, _installed
-    _repo_prefix = os.path.abspath(repo).rstrip("/") + "/"
+    """Serve the virtual paths to every file API. Idempotent."""
+    global _virtual, _installed
     _virtual = vpaths.VirtualPaths(harness_policy)
     if _installed:
         return
     _installed = True
-    sys.addaudithook(_on_audit)
     for owner, name, fake in ((builtins, "open", _open), (io, "open", _open), (os, "stat", _stat),
                               (os, "lstat", _lstat), (os, "listdir", _listdir), (os, "scandir", _scandir),
                               (os, "access", _access), (os, "mkdir", _mkdir), (os, "remove", _remove),
@@ -62,21 +57,15 @@ def install(repo: str, harness_policy: dict[str, Any]) -> None:
         setattr(owner, name, fake)
 
 
-def reads() -> set[str]:
-    """Repo-relative files this process opened for reading or imported, since install."""
-    found = set(_reads)
-    for module in list(sys.modules.values()):
-        relative = _repo_relative(getattr(module, "__file__", None))
-        if relative is not None:
-            found.add(relative)
-    return found
+def fresh_overlay() -> None:
+    """Start this process from the CI host's files as the policy describes them: an overlay of its own.
 
-
-def record_read(path: str) -> None:
-    """Count a file read by other means (e.g. a shell `source`) as read, when it is in the repository."""
-    relative = _repo_relative(path)
-    if relative is not None:
-        _reads.add(relative)
+    Each script (and each suite) runs in a forked child; without this, what one wrote under /root/ would
+    be there for the next, and a matrix would depend on which scripts ran before.
+    """
+    global OVERLAY
+    OVERLAY = f"{OVERLAY_ROOT}/{os.getpid()}"
+    _removed.clear()
 
 
 def virtual_node(target: Any) -> vpaths.Node | None:
@@ -142,42 +131,6 @@ def _as_path(target: Any) -> str | None:
         return os.fsdecode(os.fspath(target))
     except TypeError:
         return None
-
-
-def _repo_relative(path: Any) -> str | None:
-    text = _as_path(path) if path is not None else None
-    if not text or not _repo_prefix:
-        return None
-    absolute = os.path.normpath(os.path.join(os.getcwd(), text)) if not text.startswith("/") else text
-    absolute = os.path.normpath(absolute)
-    if not absolute.startswith(_repo_prefix):
-        return None
-    relative = absolute[len(_repo_prefix):]
-    if "__pycache__" in relative.split("/"):
-        return None  # the bytecode of a module: the module itself is counted through sys.modules
-    return relative
-
-
-def _on_audit(event: str, args: tuple[Any, ...]) -> None:
-    if event != "open" or not _repo_prefix:
-        return
-    try:
-        path, mode, flags = args
-        if not _opens_for_reading(mode, flags):
-            return
-        relative = _repo_relative(path)
-        if relative is not None and not os.path.isdir(_repo_prefix + relative):
-            _reads.add(relative)
-    except Exception:  # an audit hook that raises would break the open it watches
-        return
-
-
-def _opens_for_reading(mode: Any, flags: Any) -> bool:
-    if isinstance(mode, str):
-        return "r" in mode or "+" in mode
-    if isinstance(flags, int):
-        return flags & os.O_ACCMODE != os.O_WRONLY
-    return True
 
 
 def _open(file: Any, mode: str = "r", buffering: int = -1, encoding: str | None = None,

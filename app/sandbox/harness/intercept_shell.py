@@ -146,11 +146,6 @@ def read_launches(records: str) -> list[dict[str, Any]]:
     return launches
 
 
-def read_sourced(records: str) -> list[str]:
-    """Absolute paths of the files bash sourced, in order, without repeats."""
-    return list(dict.fromkeys(_read_zero_separated(os.path.join(records, "sourced"))))
-
-
 def _launch_environment(entries: list[str]) -> dict[str, str]:
     pairs = dict(entry.split("=", 1) for entry in entries if "=" in entry)
     tools = pairs.pop("PRTRIAGE_TOOLS", "")

@@ -57,13 +57,6 @@ __prtriage_record() {
     return 0
 }
 
-__prtriage_record_source() {
-    local path=$1
-    [[ $path == /* ]] || path=$PWD/$path
-    [[ -f $path ]] && printf '%s\0' "$path" >> "$PRTRIAGE_RECORDS/sourced"
-    return 0
-}
-
 # A command named by a path (/usr/bin/python3, ./run.py, $PYTHON) bypasses PATH, so it gets a function of
 # the same name (bash allows slashes in function names): a launcher records, a shell script or an allowed
 # tool runs for real, a Python script started through its shebang records, anything else is a no-op.
@@ -88,19 +81,11 @@ __prtriage_define_path() {
     return 0
 }
 
-declare -A __prtriage_seen=()
-
 # Runs before every simple command (functrace carries it into functions, subshells and $(...)). It must stay
 # cheap and side-effect free: no =~ (BASH_REMATCH belongs to the script), only locals.
 __prtriage_route() {
     [[ ${FUNCNAME[1]:-} == __prtriage_* ]] && return 0
     local command=$BASH_COMMAND word name
-    # The file this command comes from: how files sourced through $(dirname ...) paths are seen.
-    word=${BASH_SOURCE[1]:-}
-    if [[ -n $word && -z ${__prtriage_seen[$word]:-} ]]; then
-        __prtriage_seen[$word]=1
-        __prtriage_record_source "$word"
-    fi
     while :; do  # leading assignments (FOO=1 python3 ...)
         word=${command%%[[:space:]]*}
         name=${word%%=*}
@@ -123,7 +108,7 @@ __prtriage_route() {
         eval "word=$word" 2> /dev/null || return 0
     fi
     case $name in
-        source | .) __prtriage_record_source "$word" ;;
+        source | .) ;;  # a sourced file runs for real, in this bash
         *) [[ $word == */* ]] && __prtriage_define_path "$word" ;;
     esac
     return 0

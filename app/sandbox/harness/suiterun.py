@@ -21,9 +21,10 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # inside the sandbox the harness directory is on sys.path, siblings are top-level modules
-    from app.sandbox.harness import common, linewatch, record, tolerant
+    from app.sandbox.harness import common, fsfakes, linewatch, record, tolerant
 else:
     import common
+    import fsfakes
     import linewatch
     import record
     import tolerant
@@ -59,6 +60,7 @@ def warm_up(revision: Revision, suite: dict[str, Any] | None) -> None:
 def run_suite(revision: Revision, suite: dict[str, Any]) -> dict[str, Any]:
     """The suite's SuiteResult as JSON."""
     started = time.monotonic()
+    fsfakes.fresh_overlay()  # what another suite wrote under /root/ is not this suite's CI host
     tolerant.ledger.reset()
     linewatch.reset()
     outcome = outcome_mode(revision, suite)

@@ -1,0 +1,149 @@
+"""Typed models of the webhook payloads: only the fields a handler reads, each bounded to what GitHub sends
+and what the store can hold, so a malformed delivery is refused (400) at the routing boundary, not a crash."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+BIGINT_MAX = 2**63 - 1  # ids are BigInteger columns
+INTEGER_MAX = 2**31 - 1  # pull request numbers are Integer columns
+COMMENT_CHARS = 65536  # GitHub's limit on a comment's body
+
+Id = Annotated[int, Field(ge=1, le=BIGINT_MAX)]
+Number = Annotated[int, Field(ge=1, le=INTEGER_MAX)]
+# No NUL: PostgreSQL refuses it in text columns.
+Name = Annotated[str, Field(min_length=1, max_length=255, pattern=r"^[^\x00]+$")]
+Sha = Annotated[str, Field(pattern=r"^[0-9a-fA-F]{7,64}$")]
+Action = Annotated[str, Field(pattern=r"^[a-z_]{1,64}$")]
+AccountType = Annotated[str, Field(max_length=32, pattern=r"^[^\x00]*$")]
+# a key or identifier that may end up in an ignored delivery's reason
+Word = Annotated[str, Field(max_length=64, pattern=r"^[^\x00]*$")]
+
+
+class Model(BaseModel):
+    # strict: a string is never an object or a number, nor `true` a 1
+    model_config = ConfigDict(strict=True, extra="ignore", frozen=True)
+
+
+class Account(Model):
+    login: Name | None = None
+    type: AccountType | None = None
+
+
+class InstallationRef(Model):
+    id: Id
+
+
+class Envelope(Model):
+    """What every delivery may carry, handled or not: it is stored with the delivery's row."""
+
+    action: Action | None = None
+    installation: InstallationRef | None = None
+
+    @property
+    def installation_id(self) -> int | None:
+        """The App installation the delivery is for; None for a repository webhook."""
+        return self.installation.id if self.installation else None
+
+
+class Repository(Model):
+    id: Id
+    full_name: Name
+    private: bool = False
+
+    def job_data(self) -> dict[str, Any]:
+        return {"id": self.id, "full_name": self.full_name, "private": self.private}
+
+
+class Head(Model):
+    sha: Sha
+
+
+class PullRequest(Model):
+    number: Number
+    head: Head
+    merged: bool | None = None
+    merged_by: Account | None = None
+
+
+class PullRequestEvent(Envelope):
+    action: Action
+    pull_request: PullRequest
+    repository: Repository
+    sender: Account | None = None
+    changes: dict[Word, Any] | None = None
+
+
+class PullRef(Model):
+    number: Number
+
+
+class AppRef(Model):
+    id: Id
+
+
+class CheckRun(Model):
+    id: Id
+    head_sha: Sha
+    pull_requests: list[PullRef] = []
+
+
+class RequestedAction(Model):
+    identifier: Word
+
+
+class CheckRunEvent(Envelope):
+    action: Action
+    check_run: CheckRun
+    repository: Repository
+    requested_action: RequestedAction | None = None
+
+
+class CheckSuite(Model):
+    head_sha: Sha
+    pull_requests: list[PullRef] = []
+    app: AppRef | None = None
+
+
+class CheckSuiteEvent(Envelope):
+    check_suite: CheckSuite
+    repository: Repository
+
+
+class Installation(InstallationRef):
+    account: Account
+
+
+class InstallationEvent(Envelope):
+    installation: Installation
+    repositories: list[Repository] | None = None
+    repositories_added: list[Repository] | None = None
+    repositories_removed: list[Repository] | None = None
+
+
+class Issue(Model):
+    number: Number
+    pull_request: dict[str, Any] | None = None
+
+
+class Comment(Model):
+    id: Id
+    body: Annotated[str, Field(max_length=COMMENT_CHARS)] | None = None
+    user: Account | None = None
+
+
+class IssueCommentEvent(Envelope):
+    issue: Issue
+    comment: Comment
+    repository: Repository
+
+
+def describe(error: ValidationError) -> str:
+    """The first problem, naming the field and never echoing the value: 'payload lacks issue.number'."""
+    first = error.errors(include_url=False, include_input=False)[0]
+    where = ".".join(str(part) for part in first["loc"]) or "the payload"
+    if first["type"] == "missing":
+        return f"payload lacks {where}"
+    return f"payload has a malformed {where}: {first['msg']}"
