@@ -3,15 +3,19 @@ is checked before anything of it is written, and the first that breaks a rule re
 
 from __future__ import annotations
 
+import bz2
+import gzip
 import logging
+import lzma
 import os
 import posixpath
+import re
 import shutil
 import tarfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Literal
+from typing import IO, Literal, Protocol, cast
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +38,10 @@ class ArchiveLimits:
 
     max_tree_bytes: int = 2 << 30
     max_files: int = 200_000
+    # tarfile reads a pax or GNU long-name header whole, before any check of ours could run: a 2 GiB one
+    # compresses to a few MB. Real ones hold a path or two (PATH_MAX is 4096).
+    max_header_bytes: int = 64 << 10
+    max_headers_bytes: int = 64 << 20  # all of them together
 
 
 def extract_tree(archive: IO[bytes], dest: Path, *, limits: ArchiveLimits = ArchiveLimits(),
@@ -48,12 +56,181 @@ def extract_tree(archive: IO[bytes], dest: Path, *, limits: ArchiveLimits = Arch
     """
     unpacker = _Unpacker(dest, limits, outward_links)
     try:
-        with tarfile.open(fileobj=archive, mode="r|*") as tar:
+        guarded = _HeaderGuard(_decompressed(archive), limits)
+        with tarfile.open(fileobj=guarded, mode="r|") as tar:  # type: ignore[call-overload]
             for member in tar:
                 unpacker.add(tar, member)
-    except (tarfile.TarError, EOFError, zlib.error) as exc:
+    except (tarfile.TarError, EOFError, zlib.error, OSError, lzma.LZMAError) as exc:
         raise ArchiveRefused(f"unreadable archive: {exc}") from None
     return unpacker.finish()
+
+
+BLOCK = 512
+EXTENDED = {b"x": "pax", b"X": "pax", b"g": "global pax", b"L": "GNU long name", b"K": "GNU long link name"}
+# CVE-2024-6232: before 3.11.10, tarfile searches pax data with a regex that is quadratic in a run of
+# digits (16 KiB of them: 1 s, 64 KiB: 15 s). No real record holds a run longer than a number or a hash.
+LONG_DIGIT_RUN = re.compile(rb"[0-9]{65}")
+OCTAL = re.compile(rb"[0-7]*")
+
+
+class _Readable(Protocol):
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
+class _Prefixed:
+    """A stream whose first bytes were already read (to sniff the compression)."""
+
+    def __init__(self, head: bytes, rest: _Readable) -> None:
+        self.head, self.rest = head, rest
+
+    def read(self, size: int = -1) -> bytes:
+        if self.head:
+            taken, self.head = (self.head, b"") if size < 0 else (self.head[:size], self.head[size:])
+            return taken
+        return self.rest.read(size)
+
+
+def _decompressed(archive: _Readable) -> _Readable:
+    """The archive's tar stream, decompressed as tarfile's "r|*" would (gzip, bzip2, xz or none)."""
+    head = archive.read(6)
+    raw = _Prefixed(head, archive)
+    # the decompressors only call read(): the IO they are typed for is more than they use
+    fileobj = cast(IO[bytes], raw)
+    if head.startswith(b"\x1f\x8b"):
+        return gzip.GzipFile(fileobj=fileobj, mode="rb")
+    if head.startswith(b"BZh"):
+        return bz2.BZ2File(fileobj)
+    if head.startswith((b"\xfd7zXZ", b"\x5d\x00\x00\x80")):
+        return lzma.LZMAFile(fileobj)
+    return raw
+
+
+class _HeaderGuard:
+    """The tar stream, passed on to tarfile unchanged, its raw 512-byte header blocks read first: a pax or
+    GNU long-name header larger than the limit is refused before tarfile reads it whole, and pax data that
+    would send tarfile's parser quadratic is refused before tarfile sees it."""
+
+    def __init__(self, stream: _Readable, limits: ArchiveLimits) -> None:
+        self.stream, self.limits = stream, limits
+        self.pending = bytearray()  # read, not yet scanned (less than a block)
+        self.ready = bytearray()  # scanned, not yet handed to tarfile
+        self.skip = 0  # bytes of member data (and padding) still to pass
+        self.extended: tuple[str, bytearray, int] | None = None  # kind, data so far, size
+        self.next_size: int | None = None  # a pax "size" record for the next member
+        self.headers_bytes = 0
+        self.ended = False
+
+    def read(self, size: int = -1) -> bytes:
+        wanted = size if size >= 0 else 1 << 20
+        while len(self.ready) < wanted and not self.ended:
+            chunk = self.stream.read(1 << 16)
+            if not chunk:
+                self.ended = True
+                self.ready += self.pending  # a truncated tail: tarfile reports it
+                break
+            self.pending += chunk
+            self._scan()
+        taken = bytes(self.ready[:wanted])
+        del self.ready[:wanted]
+        return taken
+
+    def _scan(self) -> None:
+        start = 0
+        while len(self.pending) - start >= BLOCK or (self.skip and start < len(self.pending)):
+            if self.skip:
+                step = min(self.skip, len(self.pending) - start)
+                self.skip -= step
+            else:
+                step = BLOCK
+                self._block(bytes(self.pending[start:start + BLOCK]))
+            self.ready += self.pending[start:start + step]
+            start += step
+        del self.pending[:start]
+
+    def _block(self, block: bytes) -> None:
+        if self.extended is not None:
+            kind, data, size = self.extended
+            data += block
+            if len(data) >= size:
+                self.extended = None
+                self._check_extended(kind, bytes(data[:size]))
+            return
+        if block == bytes(BLOCK):
+            return  # end-of-archive blocks
+        self._header(block)
+
+    def _header(self, block: bytes) -> None:
+        kind, size = block[156:157], _header_size(block)
+        if kind == b"S" or kind == b"M":
+            raise ArchiveRefused("a sparse or multi-volume member, which no source tree has")
+        if kind in EXTENDED:
+            self._start_extended(EXTENDED[kind], size)
+            return
+        if self.next_size is not None:
+            size, self.next_size = self.next_size, None
+        if kind not in (b"1", b"2", b"3", b"4", b"5", b"6"):  # links, devices, dirs, fifos have no data
+            self.skip = _padded(size)
+
+    def _start_extended(self, kind: str, size: int) -> None:
+        if size > self.limits.max_header_bytes:
+            raise ArchiveRefused(f"a {kind} header of {size} bytes (more than the "
+                                 f"{self.limits.max_header_bytes} allowed)")
+        self.headers_bytes += size
+        if self.headers_bytes > self.limits.max_headers_bytes:
+            raise ArchiveRefused(f"pax and GNU long-name headers of more than "
+                                 f"{self.limits.max_headers_bytes} bytes in all")
+        if size:
+            self.extended = (kind, bytearray(), size)
+
+    def _check_extended(self, kind: str, data: bytes) -> None:
+        if not kind.endswith("pax"):
+            return
+        if LONG_DIGIT_RUN.search(data):
+            raise ArchiveRefused(f"a {kind} header with a run of more than 64 digits")
+        size = _pax_records(data).get(b"size")
+        if size is None:
+            return
+        if kind != "pax" or not size.isdigit():
+            # tarfile applies a global size to later members in ways no real archive relies on
+            raise ArchiveRefused(f"a {kind} header with size {size[:32]!r}")
+        self.next_size = int(size)
+
+
+def _padded(size: int) -> int:
+    return -(-size // BLOCK) * BLOCK
+
+
+def _header_size(block: bytes) -> int:
+    """The size field of a ustar header: octal, or GNU base-256 when its first byte has the high bit."""
+    field = block[124:136]
+    text = field.split(b"\0", 1)[0].strip()
+    if field[0] == 0x80:
+        size = int.from_bytes(field[1:], "big")
+    elif field[0] & 0x80 or not OCTAL.fullmatch(text):
+        size = -1  # negative base-256, or not octal
+    else:
+        size = int(text, 8) if text else 0
+    if size < 0:
+        raise ArchiveRefused(f"unreadable archive: a header with size field {field!r}")
+    return size
+
+
+def _pax_records(data: bytes) -> dict[bytes, bytes]:
+    """Records "LENGTH KEY=VALUE\\n", parsed in one pass; malformed data is refused (as tarfile would)."""
+    records: dict[bytes, bytes] = {}
+    pos = 0
+    while pos < len(data) and data[pos:pos + 1] != b"\0":
+        space = data.find(b" ", pos, pos + 21)
+        length = int(data[pos:space]) if space > pos and data[pos:space].isdigit() else 0
+        record = data[pos:pos + length]
+        if length <= space - pos or len(record) < length or not record.endswith(b"\n") or b"=" not in record:
+            raise ArchiveRefused("unreadable archive: a malformed pax header")
+        key, _, value = record[space - pos + 1:-1].partition(b"=")
+        if key.startswith(b"GNU.sparse."):
+            raise ArchiveRefused("a sparse member (pax GNU.sparse), which no source tree has")
+        records[key] = value
+        pos += length
+    return records
 
 
 def _inside(base: str, target: str) -> bool:

@@ -520,3 +520,32 @@ def test_capture_without_sandbox_sees_the_tree_at_its_own_path(tmp_path: Path,
     assert not cached
     assert [(s.id, s.entry, s.argv[-3:]) for s in matrix.suites] == [
         ("tests/e2e/short/test_typer_cli.py", "train.py", ("--cli-mode", "lora", "--no-kl"))]
+
+
+def test_a_script_does_not_see_what_another_script_wrote_under_a_ci_host_prefix(tmp_path: Path) -> None:
+    # Real miles scripts write under /root/ (`os.makedirs(dump_dir); open(path, "w")`). Each script's capture
+    # must start from the CI host's files as the policy describes them, whatever ran before it: a matrix
+    # that depends on script order changes with `workers`, and its cache (keyed by what the script read)
+    # cannot know.
+    repo = tmp_path / "miles"
+    write_tree(repo, {
+        "tests/e2e/a/test_writes_state.py": """
+            import os
+            os.makedirs("/root/state", exist_ok=True)
+            with open("/root/state/marker.txt", "w") as f:
+                f.write("left-by-another-script")
+        """,
+        "tests/e2e/b/test_reads_state.py": """
+            import subprocess
+            with open("/root/state/marker.txt") as f:
+                marker = f.read() or "empty"
+            subprocess.run(["python3", "train.py", "--marker", marker], check=True)
+        """,
+    })
+    policy = miles_policy()
+    job = {"policy": policy.model_dump(mode="json", by_alias=True), "workers": 1, "source": 0,
+           "scripts": ["tests/e2e/a/test_writes_state.py", "tests/e2e/b/test_reads_state.py"]}
+    run = run_harness(SandboxSpec(program="capture.py", repo_dir=repo, job=job, limits=policy.harness.limits))
+    messages = [ScriptReport.from_message(m) for m in run.messages if m.get("type") == "script"]
+    matrix = build_matrix(policy, {0: messages}, "/repo")
+    assert [s.argv for s in matrix.suites] == [("--marker", "empty")]

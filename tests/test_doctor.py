@@ -6,7 +6,7 @@ from pathlib import Path
 
 from twin import build_miles_twin, line_of
 from twin.cli import MILES_POLICY, prtriage
-from twin.expected import ALL_SUITES, DISABLED, SCRIPTS
+from twin.expected import ALL_SUITES, CKPT, DISABLED, HEALTH_SCRIPTS
 from twin.variants import ARGUMENTS
 
 from app.analysis.doctor import hint_for
@@ -47,7 +47,7 @@ def test_doctor_on_a_healthy_revision_exits_0_and_shows_what_capture_found(
                       cache_dir=prtriage_cache)
     assert result.returncode == 0, result.describe()
     suites = len(ALL_SUITES)
-    assert f"health: {suites} suites from {len(SCRIPTS)} of {len(SCRIPTS) + 1} scripts (1 disabled); " \
+    assert f"health: {suites} suites {HEALTH_SCRIPTS}; " \
            f"base accepts {suites}/{suites} (100%), rejects 0, errors 0" in result.stdout
     assert f"  disabled: {DISABLED}" in result.stdout
     assert result.stdout.splitlines()[-1] == f"healthy: the base revision accepts {suites} of {suites} CI " \
@@ -62,7 +62,9 @@ def test_doctor_on_a_blind_revision_exits_3_with_the_error_and_the_key_that_help
     document = result.json()
     assert document["health"]["could_analyse"] is False
     assert document["health"]["base"]["rejected"] == len(ALL_SUITES)
-    [diagnosis] = document["diagnoses"]
+    # the base's one error, then the twin's partial capture (tests/test_twin_mechanisms.py), which has no hint
+    diagnosis, partial = document["diagnoses"]
+    assert (partial["where"], partial["subject"], partial["hint"]) == ("partial", CKPT, None)
     noise = line_of(miles_repo, "harness_noise-base", ARGUMENTS, "generation_config.json\")) as f:")
     assert (diagnosis["where"], diagnosis["count"]) == ("base", len(ALL_SUITES))
     # the twin's generation_config.json exists under the CI-host prefix, served empty

@@ -168,3 +168,38 @@ def test_writes_are_not_served(tmp_path: Path) -> None:
     assert answers == "written"
 
 
+def test_writes_under_a_prefix_land_in_an_overlay_and_removals_hide_the_path(tmp_path: Path) -> None:
+    # radixark/miles: tests/e2e/ft/conftest_ft/execution.py and scenario_realistic_gsm8k.py:
+    #   if os.path.exists(dump_dir): shutil.rmtree(dump_dir)
+    #   os.makedirs(dump_dir, exist_ok=True)
+    overlay = tmp_path / "overlay"
+    answers = run_probe(make_repo(tmp_path), f"""
+        import shutil
+        fsfakes.OVERLAY = {str(overlay)!r}  # the sandbox's is under its scratch /tmp
+        dump = "/root/dumps/run"
+        steps = [os.path.isdir(dump)]
+        shutil.rmtree(dump)
+        steps += [os.path.exists(dump), os.path.exists(dump + "/events.jsonl")]
+        os.makedirs(dump)  # no exist_ok: the removal hid the directory
+        with open(dump + "/args.txt", "w") as handle:
+            handle.write("--lr 1e-6")
+        steps += [os.path.isdir(dump), open(dump + "/args.txt").read(), os.listdir(dump),
+                  os.path.getsize(dump + "/args.txt"), os.path.isdir("/root/dumps")]
+        os.remove(dump + "/args.txt")
+        steps += [os.path.exists(dump + "/args.txt"), os.listdir(dump)]
+        os.remove("/root/models/q/config.json")  # a fixture removed is gone, the others stay
+        steps += [os.path.exists("/root/models/q/config.json"), os.path.exists("/root/models/r/config.json"),
+                  os.listdir("/root/models/q")]
+        try:
+            open("/root/models/q/config.json")
+        except FileNotFoundError:
+            steps.append("FileNotFoundError")
+        try:
+            shutil.rmtree("/rootless/dump")  # outside the prefixes: the real filesystem answers
+        except FileNotFoundError:
+            steps.append("real FileNotFoundError")
+        print(json.dumps(steps))
+    """)
+    assert answers == [True, False, False, True, "--lr 1e-6", ["args.txt"], 9, True, False, [], False, True,
+                       [], "FileNotFoundError", "real FileNotFoundError"]
+    assert (overlay / "root" / "dumps" / "run").is_dir()  # the writes stayed in the overlay

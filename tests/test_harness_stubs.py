@@ -184,3 +184,36 @@ def test_stubbing_can_be_switched_off(tmp_path: Path) -> None:
             RESULT = "import error"
     """, {"stub_missing_modules": False})
     assert result == "import error"
+
+
+def test_registries_of_stubbed_libraries_absorb_any_registration(tmp_path: Path) -> None:
+    # radixark/miles: miles/utils/hf_config.py, before AutoConfig.from_pretrained:
+    #   AutoConfig.register(alias.model_type, compat_config, exist_ok=alias.override_hf_native)
+    #   auto_cls.register(compat_config, compat_model_cls, exist_ok=alias.override_hf_native)
+    # ABCMeta.register(subclass) raised TypeError on these arguments.
+    result = run_repo_module(tmp_path, """
+        import torch
+        from transformers import AutoConfig, AutoModelForCausalLM
+        from transformers.models.deepseek_v3.configuration_deepseek_v3 import DeepseekV3Config
+
+        Compat = type("DeepseekV32Config", (DeepseekV3Config,), {"model_type": "deepseek_v32"})
+        base_model = AutoModelForCausalLM._model_mapping[DeepseekV3Config]
+        Model = type(base_model.__name__, (base_model,), {"config_class": Compat})
+
+        class Backend(torch.nn.Module):  # a repository class deriving from a stub: an ABC of its own
+            pass
+
+        class Other:
+            pass
+
+        Backend.register(Other)
+        RESULT = {
+            "config": AutoConfig.register("deepseek_v32", Compat, exist_ok=True) is Compat,
+            "model": AutoModelForCausalLM.register(Compat, Model, exist_ok=True) is Model,
+            "name_only": AutoConfig.register("deepseek_v32"),
+            "keyword_only": AutoConfig.register(model_type="x", config=Compat),
+            "virtual_subclass": issubclass(Other, Backend),
+        }
+    """)
+    assert result == {"config": True, "model": True, "name_only": None, "keyword_only": None,
+                      "virtual_subclass": True}

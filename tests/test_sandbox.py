@@ -14,7 +14,14 @@ from typing import Any
 import pytest
 
 from app.analysis.policy import Limits
-from app.sandbox.runner import SandboxRun, SandboxSpec, SandboxUnavailable, run_harness, sandbox_problem
+from app.sandbox.runner import (
+    REAPER,
+    SandboxRun,
+    SandboxSpec,
+    SandboxUnavailable,
+    run_harness,
+    sandbox_problem,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAMS = ROOT / "tests" / "sandbox_programs"
@@ -142,7 +149,8 @@ def test_exit_status_and_stderr_tail_are_reported(repo: Path) -> None:
 
 
 def real_uids(marker: str) -> set[int]:
-    """Real uids, as the host sees them, of the processes whose command line mentions `marker`."""
+    """Real uids, as the host sees them, of the processes whose command line mentions `marker` (but the
+    reaper, the runner's child that carries the whole command line and stays the caller's uid)."""
     uids = set()
     for entry in os.listdir("/proc"):
         try:
@@ -150,7 +158,7 @@ def real_uids(marker: str) -> set[int]:
             status = Path(f"/proc/{entry}/status").read_text()
         except OSError:
             continue
-        if entry.isdigit() and marker.encode() in cmdline:
+        if entry.isdigit() and marker.encode() in cmdline and str(REAPER).encode() not in cmdline:
             uids.add(int(next(line for line in status.splitlines() if line.startswith("Uid:")).split()[1]))
     return uids
 

@@ -199,3 +199,15 @@ def test_sandbox_dies_with_a_caller_that_is_killed(repo: Path, program: str, scr
     while processes_running(marker) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert processes_running(marker) == []
+
+
+@pytest.mark.parametrize(("job", "reason"), [
+    ({"depth": 100_000}, "the sandboxed code wrote a message nested deeper than 64 levels"),
+    ({"depth": 500}, "the sandboxed code wrote a message nested deeper than 64 levels"),
+    ({"bytes": 5 * 1024 * 1024}, "the sandboxed code wrote a message line longer than 4 MiB"),
+], ids=["100000-deep", "500-deep", "5-MiB-line"])
+def test_a_malformed_message_line_stops_the_run_with_a_reason(repo: Path, program: str, job: dict[str, Any],
+                                                              reason: str) -> None:
+    run = hostile(repo, program, "bad_line", Limits(total_seconds=20), **job)
+    assert run.ended == reason
+    assert [m["type"] for m in run.messages] == ["before"]

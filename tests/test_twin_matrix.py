@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fnmatch
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -10,15 +9,24 @@ from typing import Any
 import pytest
 from twin import build_miles_twin
 from twin.cli import MILES_POLICY, prtriage
-from twin.expected import ALL_SUITES, DISABLED, SCRIPTS, ExpectedSuite, expected_suites
+from twin.expected import (
+    ALL_SUITES,
+    CONSIDERED,
+    DISABLED,
+    NO_ENTRY,
+    PARTIAL,
+    SCRIPTS,
+    ExpectedSuite,
+    expected_suites,
+)
 
-from app.analysis.policy import load_policy
+from app.analysis.policy import load_policy, path_matches
 
 
 def host_file(path: str) -> Any:
-    """What the policy serves for a CI-host file the twin's scripts read."""
+    """What the policy serves for a CI-host file the twin's scripts read: the first fixture that matches."""
     for fixture in load_policy(MILES_POLICY).harness.fixtures:
-        if fnmatch.fnmatchcase(path, fixture.path):
+        if path_matches(path, fixture.path):
             return fixture.content
     raise AssertionError(f"the miles policy has no fixture for {path}")
 
@@ -52,7 +60,9 @@ def expected() -> dict[str, ExpectedSuite]:
 
 def test_every_ci_script_is_captured_and_the_disabled_one_skipped(matrix: dict[str, Any]) -> None:
     assert [suite["id"] for suite in matrix["suites"]] == sorted(ALL_SUITES)
-    assert (matrix["scripts"], matrix["captured"], matrix["failed"]) == (len(SCRIPTS), len(SCRIPTS), [])
+    assert (matrix["scripts"], matrix["captured"], matrix["failed"]) == (CONSIDERED, len(SCRIPTS), [])
+    assert [entry["script"] for entry in matrix["partial"]] == list(PARTIAL)
+    assert [entry["script"] for entry in matrix["no_entry"]] == list(NO_ENTRY)
     assert matrix["disabled"] == [DISABLED]
     assert all(suite["script"] != DISABLED for suite in matrix["suites"])
 

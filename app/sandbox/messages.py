@@ -23,7 +23,7 @@ def progress_relay(on_progress: OnProgress | None) -> Callable[[dict[str, Any]],
         if message.get("type") == "progress":
             try:
                 on_progress(int(message["done"]), int(message["total"]), str(message.get("what", "")))
-            except (KeyError, TypeError, ValueError):
+            except (KeyError, TypeError, ValueError, ArithmeticError):  # e.g. int(1e400)
                 log.debug("malformed progress message: %r", message)
 
     return relay
@@ -31,7 +31,8 @@ def progress_relay(on_progress: OnProgress | None) -> Callable[[dict[str, Any]],
 
 def stopped_reason(run: SandboxRun, *, step: str, unit: str) -> str:
     """Why the harness never reported a `unit`: its fatal message, how the `step` run ended, its stderr."""
-    parts = [f"the harness gave up: {m.get('reason')}" for m in run.messages if m.get("type") == "fatal"][:1]
+    parts = [f"the harness gave up: {str(m.get('reason'))[:REASON_TAIL]}"
+             for m in run.messages if m.get("type") == "fatal"][:1]
     if run.ended:
         parts.append(f"the {step} run ended: {run.ended}")
     if run.stderr_tail:

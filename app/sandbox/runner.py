@@ -32,11 +32,13 @@ from app.sandbox.bwrap import (
     sandbox_uid,
 )
 from app.sandbox.limits import describe_status, rlimit_setter
+from app.sandbox.memory import MemoryCgroup, memory_cgroup
 from app.sandbox.stage import TOOLS, find_tools, launch_prefix, stage_view, staging_dir
 from app.sandbox.supervise import SandboxInit, Watch, supervise
 from app.sandbox.view import HARNESS, JOB, REPO, build_view
 
 HARNESS_DIR = Path(__file__).resolve().parent / "harness"
+REAPER = Path(__file__).resolve().parent / "reap.py"
 PROBE_LIMITS = Limits(total_seconds=30)
 INSTALL_HINT = "install it (Debian/Ubuntu: apt-get install bubblewrap) or point PRTRIAGE_BWRAP at it"
 
@@ -138,30 +140,52 @@ def _run_sandboxed(binary: str, workspace: _Workspace, *, repo_dir: Path, harnes
             if caller_is_root():
                 view, mounts = stage_view(view, stack.enter_context(staging_dir()))
                 prefix = launch_prefix(mounts, tools=find_tools(), uid=stack.enter_context(sandbox_uid()))
-            argv = [*prefix, *sandbox_argv(binary, view, limits, info_fd=info_write, command=command)]
-            process = _start(argv, limits, env=LAUNCH_ENV, pass_fds=(info_write,))
+            # the reaper first: it stays the parent of whatever bubblewrap leaves (see app/sandbox/reap.py)
+            argv = [sys.executable, "-I", "-S", "-B", str(REAPER), *prefix,
+                    *sandbox_argv(binary, view, limits, info_fd=info_write, command=command)]
+            cgroup = stack.enter_context(memory_cgroup())
+            process = _start(argv, limits, env=LAUNCH_ENV, pass_fds=(info_write,), cgroup=cgroup)
         except BaseException:
             init.close()
             raise
         finally:
             os.close(info_write)
-        return _result(supervise(process, limits, on_message=on_message, init=init), sandboxed=True)
+        watch = supervise(process, limits, on_message=on_message, init=init, guard=_guard(cgroup))
+        return _result(watch, sandboxed=True)
 
 
 def _run_unsandboxed(spec: SandboxSpec, repo_dir: Path, harness_dir: Path,
                      on_message: Callable[[dict[str, Any]], None] | None) -> SandboxRun:
-    with _workspace({**spec.job, "repo": str(repo_dir)}) as workspace:
+    with _workspace({**spec.job, "repo": str(repo_dir)}) as workspace, memory_cgroup() as cgroup:
         command = [sys.executable, "-B", "-s", str(harness_dir / spec.program), str(workspace.job_file)]
-        process = _start(command, spec.limits, env=SANDBOX_ENV, cwd=repo_dir)
-        return _result(supervise(process, spec.limits, on_message=on_message, init=None), sandboxed=False)
+        process = _start(command, spec.limits, env=SANDBOX_ENV, cwd=repo_dir, cgroup=cgroup)
+        watch = supervise(process, spec.limits, on_message=on_message, init=None, guard=_guard(cgroup))
+        return _result(watch, sandboxed=False)
 
 
-def _start(argv: list[str], limits: Limits, *, env: dict[str, str], cwd: Path | None = None,
-           pass_fds: Sequence[int] = ()) -> subprocess.Popen[bytes]:
+def _start(argv: list[str], limits: Limits, *, env: dict[str, str], cgroup: MemoryCgroup | None,
+           cwd: Path | None = None, pass_fds: Sequence[int] = ()) -> subprocess.Popen[bytes]:
     # A session of its own: the whole process group can be killed without touching the caller.
     return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=env, cwd=cwd, pass_fds=pass_fds,
-                            preexec_fn=rlimit_setter(limits), start_new_session=True)
+                            preexec_fn=_preexec(limits, cgroup), start_new_session=True)
+
+
+def _preexec(limits: Limits, cgroup: MemoryCgroup | None) -> Callable[[], None]:
+    """In the child before it execs: its rlimits, and into the sandbox's memory cgroup (all it starts
+    stays there)."""
+    set_rlimits = rlimit_setter(limits)
+
+    def prepare() -> None:
+        set_rlimits()
+        if cgroup is not None:
+            cgroup.join()
+
+    return prepare
+
+
+def _guard(cgroup: MemoryCgroup | None) -> Callable[[], str | None] | None:
+    return cgroup.stopped_reason if cgroup is not None else None
 
 
 def _result(watch: Watch, *, sandboxed: bool) -> SandboxRun:

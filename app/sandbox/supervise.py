@@ -23,8 +23,15 @@ READ_BYTES = 1 << 16
 DRAIN_SECONDS = 1.0
 # How long teardown waits for the kernel to empty the sandbox's pid namespace.
 TEARDOWN_SECONDS = 5.0
+# Bounds on one message line: the harness's largest (a script's captured suites) is far below both.
+MESSAGE_MAX_BYTES = 4 * MIB
+MESSAGE_MAX_DEPTH = 64
+
+# How often a guard (the memory cgroup's kill counter) is looked at while the run goes on.
+GUARD_SECONDS = 0.1
 
 OnMessage = Callable[[dict[str, Any]], None]
+Guard = Callable[[], str | None]
 
 
 @dataclass
@@ -37,39 +44,86 @@ class Watch:
 
 @dataclass
 class _Messages:
-    """The program's stdout split into JSON objects, one a line; other lines are dropped."""
+    """The program's stdout split into JSON objects, one a line; other lines are dropped.
+
+    What the sandbox prints is written by the code under analysis, so it is read defensively: a line longer
+    than MESSAGE_MAX_BYTES or nested deeper than MESSAGE_MAX_DEPTH stops the run with a reason (the code
+    broke the channel), never an exception here nor a message that breaks whoever reads it later.
+    """
 
     on_message: OnMessage | None
     limit: int
     messages: list[dict[str, Any]] = field(default_factory=list)
     partial: bytearray = field(default_factory=bytearray)
     received: int = 0
+    broken: str | None = None  # set by the first malformed line: nothing after it is read
 
     def feed(self, chunk: bytes) -> str | None:
+        if self.broken is None:
+            self.broken = self._feed(chunk)
+        return self.broken
+
+    def _feed(self, chunk: bytes) -> str | None:
         self.received += len(chunk)
         if self.received > self.limit:
             return f"output limit of {self.limit // MIB} MiB exceeded"
         self.partial.extend(chunk)
+        if b"\n" not in chunk:  # split only when a line ended: a long line is not scanned again and again
+            return _line_too_long(len(self.partial))
         *lines, rest = self.partial.split(b"\n")
         self.partial = bytearray(rest)
         for line in lines:
-            self._parse(line)
-        return None
+            if reason := self._parse(line):
+                return reason
+        return _line_too_long(len(self.partial))
 
-    def finish(self) -> None:
-        if self.received <= self.limit:
-            self._parse(bytes(self.partial))
+    def finish(self) -> str | None:
+        if self.broken is None and self.received <= self.limit:
+            self.broken = self._parse(bytes(self.partial))
         self.partial.clear()
+        return self.broken
 
-    def _parse(self, line: bytes | bytearray) -> None:
+    def _parse(self, line: bytes | bytearray) -> str | None:
+        if reason := _line_too_long(len(line)):
+            return reason
         try:
             message = json.loads(line)
+        except RecursionError:
+            return _too_deep()
         except ValueError:
-            return
-        if isinstance(message, dict):
-            self.messages.append(message)
-            if self.on_message is not None:
-                self.on_message(message)
+            return None  # not JSON: noise, not a message
+        if not isinstance(message, dict):
+            return None
+        if _depth_exceeds(message, MESSAGE_MAX_DEPTH):
+            return _too_deep()
+        self.messages.append(message)
+        if self.on_message is not None:
+            self.on_message(message)
+        return None
+
+
+def _line_too_long(size: int) -> str | None:
+    if size <= MESSAGE_MAX_BYTES:
+        return None
+    return f"the sandboxed code wrote a message line longer than {MESSAGE_MAX_BYTES // MIB} MiB"
+
+
+def _too_deep() -> str:
+    return f"the sandboxed code wrote a message nested deeper than {MESSAGE_MAX_DEPTH} levels"
+
+
+def _depth_exceeds(value: Any, limit: int) -> bool:
+    """Whether `value` nests lists and dicts more than `limit` deep (iterative: no recursion to exhaust)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        for child in children:
+            if isinstance(child, (dict, list)):
+                if depth + 1 > limit:
+                    return True
+                stack.append((child, depth + 1))
+    return False
 
 
 @dataclass
@@ -184,29 +238,35 @@ def _never_stops(sink: Callable[[bytes], None]) -> Callable[[bytes], str | None]
 
 
 def supervise(process: subprocess.Popen[bytes], limits: Limits, *, on_message: OnMessage | None,
-              init: SandboxInit | None) -> Watch:
-    """Stream `process`'s messages until it ends or breaks a limit, then make sure all of it is gone."""
+              init: SandboxInit | None, guard: Guard | None = None) -> Watch:
+    """Stream `process`'s messages until it ends or breaks a limit, then make sure all of it is gone.
+
+    `guard`, polled as the run goes and once at its end, names a limit the kernel enforced (None: none)."""
     messages, tail = _Messages(on_message, limits.output_mb * MIB), _Tail()
     pipes = _Pipes(process, messages, tail, init)
     stopped: str | None = "stopped by an error in the runner"
     try:
-        stopped = _pump(pipes, limits)
+        stopped = _pump(pipes, limits, guard)
     finally:
         try:
             _stop(process, pipes, init)
         finally:
             _release(process, pipes, init)
-    messages.finish()
+    stopped = messages.finish() if stopped is None else stopped
+    if guard is not None and stopped is None:
+        stopped = guard()  # a kill for memory in the run's last moments, after the last poll
     return Watch(messages.messages, process.returncode, stopped, tail.text())
 
 
-def _pump(pipes: _Pipes, limits: Limits) -> str | None:
+def _pump(pipes: _Pipes, limits: Limits, guard: Guard | None) -> str | None:
     deadline, draining = time.monotonic() + limits.total_seconds, False
     while pipes.busy():
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return None if draining else f"timed out after {limits.total_seconds:g} s"
-        if reason := pipes.step(remaining):
+        if reason := pipes.step(remaining if guard is None else min(remaining, GUARD_SECONDS)):
+            return reason
+        if guard is not None and (reason := guard()):
             return reason
         if pipes.exited and not draining:
             draining, deadline = True, min(deadline, time.monotonic() + DRAIN_SECONDS)

@@ -170,6 +170,21 @@ def memory_bomb(job: dict[str, Any]) -> None:
 
 
 @action
+def memory_hogs(job: dict[str, Any]) -> None:
+    """Several children, each within the per-process limit, that together want more than the sandbox."""
+    children = []
+    for _ in range(job["children"]):
+        pid = os.fork()
+        if pid == 0:
+            hog = b"\1" * (job["mib"] * MIB)  # written, so every page is really taken
+            time.sleep(job["hold"])
+            os._exit(len(hog) and 0)
+        children.append(pid)
+    statuses = [os.waitpid(pid, 0)[1] for pid in children]
+    send({"type": "hogs", "killed": sum(1 for status in statuses if os.WIFSIGNALED(status))})
+
+
+@action
 def spin(job: dict[str, Any]) -> None:
     send({"type": "spinning"})
     while True:
@@ -181,6 +196,17 @@ def flood(job: dict[str, Any]) -> None:
     line = b"x" * (MIB - 1) + b"\n"
     for _ in range(job["mib"]):
         os.write(1, line)
+
+
+@action
+def bad_line(job: dict[str, Any]) -> None:
+    """Writes what a hostile program could put on the channel: a deeply nested line, or a huge one."""
+    send({"type": "before"})
+    depth = job.get("depth", 0)
+    value = "[" * depth + "]" * depth if depth else '"' + "x" * job["bytes"] + '"'
+    line = '{"type": "suite", "value": ' + value + "}"
+    os.write(1, line.encode() + b"\n")
+    send({"type": "after"})
 
 
 @action

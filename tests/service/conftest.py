@@ -28,12 +28,14 @@ from fastapi import FastAPI
 from sqlalchemy import select
 from store.databases import PostgresDatabases
 from twin import build_miles_twin
+from twin.cli import MILES_POLICY
 
 from app.config import Settings
 from app.jobs import Queue, make_queue
 from app.localgithub import FakeGitHub
 from app.localgithub.tarballs import build_tarball
 from app.main import create_app
+from app.pipeline import REPO_POLICY
 from app.services import Services
 from app.store.migrate import upgrade
 from app.store.models import Delivery, TriageRun
@@ -251,10 +253,18 @@ def twin_tarballs(twin_trees: dict[str, Path]) -> dict[str, bytes]:
             INCIDENT: build_tarball(owner, name, INCIDENT, twin_trees["incident"])}
 
 
+def serve_twin_policy(fake: FakeGitHub, ref: str) -> None:
+    """The twin's own policy as the repository's `.github/pr-triage.yml` at REF (the policy is read at the
+    base sha): the twin is written for tests/twin/policy.yml, not for the real miles' built-in policy."""
+    fake.set_file(MILES, ref, REPO_POLICY, MILES_POLICY.read_text())
+
+
 @pytest.fixture
 def miles(fake_github: FakeGitHub, twin_tarballs: dict[str, bytes]) -> FakeGitHub:  # noqa: F811
-    """The fake with radixark/miles (installation 1) serving the twin's base and incident head."""
+    """The fake with radixark/miles (installation 1) serving the twin's base and incident head, and the
+    twin's policy at both."""
     fake_github.add_repo(MILES, installation_id=1)
     for ref, data in twin_tarballs.items():
         fake_github.set_tarball(MILES, ref, data)
+        serve_twin_policy(fake_github, ref)
     return fake_github

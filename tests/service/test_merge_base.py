@@ -12,7 +12,7 @@ from twin.variants import ARGUMENTS
 from app import pipeline
 from app.localgithub import FakeGitHub
 
-from .conftest import INCIDENT, MILES, Service
+from .conftest import INCIDENT, MILES, Service, serve_twin_policy
 from .payloads import sha
 from .test_triage import POLICY, deliver
 
@@ -48,6 +48,7 @@ def test_without_a_merge_base_the_head_is_compared_with_the_base_sha(
     fake, tip = miles, sha(f"base with an unrelated history {tmp_path}")
     fake.set_merge_base(MILES, tip, INCIDENT, None)  # the compare API answers 404
     fake.add_tarball(MILES, tip, twin_trees["base"])
+    serve_twin_policy(fake, tip)
     fake.add_pull(MILES, 32, head_sha=INCIDENT, base_sha=tip, files=[ARGUMENTS])
     deliver(service, fake, "opened", 32, INCIDENT, tip)
     service.drain()

@@ -25,7 +25,7 @@ from app.services import Services
 from app.store.queries import get_pull_request
 from app.store.session import session_scope
 
-from .conftest import BASE, INCIDENT, MILES, Service, make_service, wait_for
+from .conftest import BASE, INCIDENT, MILES, Service, make_service, serve_twin_policy, wait_for
 from .payloads import check_run_event, pull_request_event, sha
 
 POLICY = Path(__file__).resolve().parents[2] / "tests" / "twin" / "policy.yml"
@@ -173,6 +173,7 @@ def test_a_blind_analysis_completes_its_check_action_required_with_the_reason_an
     fake, base, head = miles, sha("base reading a CI-host file"), sha("head under harness noise")
     # every suite dies at base on a file only CI hosts have: the analysis sees none of them
     fake.add_tarball(MILES, base, build_miles_twin(tmp_path / "b", variant="harness_noise-base"))
+    serve_twin_policy(fake, base)
     fake.add_tarball(MILES, head, build_miles_twin(tmp_path / "h", variant="harness_noise"))
     fake.add_pull(MILES, 31, head_sha=head, base_sha=base, files=[ARGUMENTS])
     deliver(service, fake, "opened", 31, head, base)

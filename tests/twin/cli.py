@@ -6,12 +6,16 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 PROJECT = Path(__file__).resolve().parents[2]
 MILES_POLICY = PROJECT / "tests" / "twin" / "policy.yml"
+
+Report = dict[str, Any]  # a `prtriage check --format json` report
+Checker = Callable[[str], tuple[int, Report]]  # the session's `check(variant)` fixture (tests/conftest.py)
 
 
 @dataclass(frozen=True)

@@ -20,11 +20,28 @@ ASYNC_ROUTER = "tests/e2e/async/test_qwen3_4b_async_router.py"
 ASYNC_REFACTOR = "tests/e2e/async/test_qwen3_4b_rollout_refactor.py"
 MOE_RESUME = "tests/e2e/megatron/test_qwen3_30B_A3B_resume.py"
 DISABLED = "tests/e2e/megatron/test_glm4_9b_long.py"
+# The scripts of the harness mechanisms found on the real miles (tests/test_twin_mechanisms.py).
+FT_DUMPS = "tests/e2e/ft/test_trainer_ft_no_failure_dp4.py"  # writes and removes under /node_public/
+CKPT = "tests/e2e/ckpt/test_qwen3_4b_ckpt.py"  # checks the save run's tracker between two launches
+GLM47_R3 = "tests/e2e/megatron/test_glm47_flash/test_r3_mtp.py"
+GLM47_COMMON = "tests/e2e/megatron/test_glm47_flash/_common.py"  # its helper, no CI script
+GLM5 = "tests/e2e/megatron/model_scripts/test_glm5_2_744b_a40b_5layer_ci.py"  # checks its config.json
+SGLANG_PYTEST = "tests/e2e/sglang/test_chat_input_ids_equivalence.py"  # runs pytest: no train entry
 
 LORA_COLOCATE_SUITES = (LORA_05B, LORA_TARGETS, f"{LORA_TARGETS}#2", LORA_CLI, LORA_GLM)
 SCRIPTS = (LORA_05B, LORA_TARGETS, LORA_CLI, LORA_GLM, SHORT_GSM8K, SHORT_FSDP, ASYNC_ROUTER, ASYNC_REFACTOR,
-           MOE_RESUME)  # CI runs these; DISABLED it skips
-ALL_SUITES = (*LORA_COLOCATE_SUITES, SHORT_GSM8K, SHORT_FSDP, ASYNC_ROUTER, ASYNC_REFACTOR, MOE_RESUME)
+           MOE_RESUME, FT_DUMPS, CKPT, GLM47_R3, GLM5)  # CI runs these and they launch the entry
+PARTIAL = (CKPT,)  # of SCRIPTS: stopped after its first launch
+NO_ENTRY = (SGLANG_PYTEST,)  # CI runs it too; it launches no entry
+DISABLED_SCRIPTS = (DISABLED,)  # CI skips it
+ALL_SUITES = (*LORA_COLOCATE_SUITES, SHORT_GSM8K, SHORT_FSDP, ASYNC_ROUTER, ASYNC_REFACTOR, MOE_RESUME,
+              FT_DUMPS, f"{FT_DUMPS}#2", CKPT, GLM47_R3, GLM5)
+FT_DUMP_DIR = "/node_public/dumps/test_trainer_ft_no_failure_dp4"
+CONSIDERED = len(SCRIPTS) + len(NO_ENTRY)  # the scripts CI runs, as the report counts them
+# how a report's health line counts the scripts
+HEALTH_SCRIPTS = (f"from {len(SCRIPTS)} of {CONSIDERED + len(DISABLED_SCRIPTS)} scripts "
+                  f"({len(DISABLED_SCRIPTS)} disabled, {len(NO_ENTRY)} launch no entry, "
+                  f"{len(PARTIAL)} partial)")
 
 
 @dataclass(frozen=True)
@@ -69,7 +86,7 @@ def qwen3_4b_recipe(*, model: str = "Qwen3-4B", fsdp: bool = False, tp: int = 2,
                  "--adam-beta2 0.98 ")
     if fsdp:
         perf, sglang, misc = "--train-backend fsdp --use-dynamic-batch-size --max-tokens-per-gpu 9216 ", \
-            "--rollout-num-gpus-per-engine 2 ", ""
+            "--rollout-num-gpus-per-engine 2 --sglang-mem-fraction-static 0.75 ", ""
     else:
         perf = (f"--tensor-model-parallel-size {tp} --sequence-parallel --pipeline-model-parallel-size {pp} "
                 "--context-parallel-size 1 --recompute-granularity full --recompute-method uniform "
@@ -110,6 +127,35 @@ def qwen3_30b_recipe(*, num_rollout: int, load: str, extra: str) -> tuple[str, .
         f"--actor-num-nodes 1 --actor-num-gpus-per-node 8 --colocate {extra}"))
 
 
+def glm47_flash_recipe() -> tuple[str, ...]:
+    """The flags `tests/e2e/megatron/test_glm47_flash/_common.py` passes for the r3 MTP case."""
+    model = "GLM-4.7-Flash"
+    return tuple(shlex.split(
+        f"--hf-checkpoint /root/models/{model} --ref-load /root/models/{model}_torch_dist "
+        "--prompt-data /root/datasets/dapo-math-17k/dapo-math-17k.jsonl "
+        "--input-key prompt --label-key label --apply-chat-template --rollout-shuffle --rm-type deepscaler "
+        "--num-rollout 2 --rollout-batch-size 8 --n-samples-per-prompt 8 --rollout-max-response-len 8192 "
+        "--rollout-temperature 1 --global-batch-size 32 "
+        "--tensor-model-parallel-size 2 --sequence-parallel --pipeline-model-parallel-size 2 "
+        "--expert-model-parallel-size 4 --use-dynamic-batch-size --max-tokens-per-gpu 8192 "
+        "--use-rollout-routing-replay --rollout-num-gpus-per-engine 4 --sglang-mem-fraction-static 0.7 "
+        "--actor-num-nodes 1 --actor-num-gpus-per-node 8 --colocate"))
+
+
+def glm5_recipe() -> tuple[str, ...]:
+    """The flags the GLM-5.2 5-layer CI script passes."""
+    model = "/root/models/GLM-5.2_5layer"
+    return tuple(shlex.split(
+        f"--hf-checkpoint {model} --ref-load {model}_torch_dist "
+        "--prompt-data /root/datasets/dapo-math-17k/dapo-math-17k.jsonl --input-key prompt --label-key label "
+        "--apply-chat-template --rm-type deepscaler --num-rollout 2 --rollout-batch-size 4 "
+        "--n-samples-per-prompt 4 --rollout-max-response-len 1024 --global-batch-size 16 "
+        "--tensor-model-parallel-size 1 --pipeline-model-parallel-size 1 --context-parallel-size 2 "
+        "--use-dynamic-batch-size --max-tokens-per-gpu 8192 "
+        "--rollout-num-gpus-per-engine 4 --sglang-mem-fraction-static 0.7 "
+        "--actor-num-nodes 1 --actor-num-gpus-per-node 4 --colocate"))
+
+
 def expected_suites(*, num_hidden_layers: int, checkpointed_iteration: int) -> dict[str, ExpectedSuite]:
     """Every suite CI runs, by id; the arguments are what the CI hosts' files hold (policy fixtures)."""
     lora = (16, 32)
@@ -139,6 +185,18 @@ def expected_suites(*, num_hidden_layers: int, checkpointed_iteration: int) -> d
         ExpectedSuite(MOE_RESUME, "train.py", "qwen3-30B-A3B", qwen3_30b_recipe(
             num_rollout=checkpointed_iteration + 3, load="/root/models/Qwen3-30B-A3B_miles",
             extra="--rm-url http://127.0.0.1:8000/reward")),
+        # the target replays the arguments the baseline wrote next to its dumps (read back from the overlay)
+        ExpectedSuite(FT_DUMPS, "train.py", "qwen3-4B", qwen3_4b_recipe(
+            extra=f"--update-weights-interval 2 --save-debug-rollout-data "
+                  f"{FT_DUMP_DIR}/baseline/rollout_{{rollout_id}}.pt")),
+        ExpectedSuite(f"{FT_DUMPS}#2", "train.py", "qwen3-4B", qwen3_4b_recipe(
+            extra=f"--update-weights-interval 2 --keep-old-actor --save-debug-rollout-data "
+                  f"{FT_DUMP_DIR}/target/rollout_{{rollout_id}}.pt")),
+        # only the save run: the load run needs the tracker the save run writes on GPUs
+        ExpectedSuite(CKPT, "train.py", "qwen3-4B", qwen3_4b_recipe(
+            extra="--save /root/Qwen3-4B_miles --save-interval 2")),
+        ExpectedSuite(GLM47_R3, "train.py", "glm4.7-flash", glm47_flash_recipe()),
+        ExpectedSuite(GLM5, "train.py", "glm5.2-744B-A40B_5layer", glm5_recipe()),
     ]
     return {suite.id: suite if suite.env else _with_env(suite) for suite in suites}
 

@@ -61,10 +61,13 @@ ENV_ASSERT = ('assert not args.partial_rollout, '
 ENV_SENSITIVE = _insert_after(ARGUMENTS, "        args.rollout_function_path = REFACTORED_ROLLOUT_FUNCTION\n",
                               f"        {ENV_ASSERT}\n")
 
-# Harness noise: generation_config.json exists on CI hosts, in no sandbox and under no fixture pattern.
+# Harness noise: generation_config.json exists on CI hosts, in no sandbox, under no fixture pattern and
+# outside the policy's CI-host prefixes (under /root/ it would be an empty file: a JSONDecodeError instead).
 NOISE_OPEN = _insert_after(ARGUMENTS, "def miles_validate_args(args):\n",
-                           "    # sampling defaults (stop tokens) come from the model's generation config\n"
-                           '    with open(os.path.join(args.hf_checkpoint, "generation_config.json")) as f:\n'
+                           "    # sampling defaults (stop tokens): the model's generation config\n"
+                           '    model = os.path.basename(args.hf_checkpoint.rstrip("/"))\n'
+                           '    with open(os.path.join("/mnt/nfs/generation_configs", model, '
+                           '"generation_config.json")) as f:\n'
                            "        generation_config = json.load(f)\n\n")
 NOISE_USE = _insert_before(ARGUMENTS, "    if args.eps_clip_high is None:\n",
                            "    if args.rollout_stop_token_ids is None:\n"
@@ -80,6 +83,16 @@ SEED_FROM_RUNNER = Edit(FSDP_TEST, '        extra_args="--gradient-checkpointing
                         "        extra_args=f\"--gradient-checkpointing "
                         "--rollout-seed {os.environ['MILES_CI_SEED']}\",\n")
 IMPORT_OS = _insert_before(FSDP_TEST, "from scripts.run_qwen3_4b", "import os\n\n")
+
+# A PR that forbids zigzag context parallelism for DSA checkpoints; only the GLM-5 suite's checkpoint is
+# one, which the validation sees only in the config.json served at its own path (`fixture_file`).
+# radixark/miles: miles/utils/arguments.py hf_validate_args has the same shape for DeepSeek V4:
+#   if (hf_config.model_type == "deepseek_v4" or ...) and args.context_parallel_size > 1:
+#       assert args.allgather_cp, "zigzag CP is not supported for DeepSeek V4."
+DSA_ASSERT = 'assert getattr(args, "allgather_cp", False), "zigzag CP is not supported for DSA models."'
+DSA_CONTEXT_PARALLEL = _insert_before(ARGUMENTS, '    if getattr(hf_config, "num_experts", None) and not ',
+                                      "    if is_dsa(hf_config) and args.context_parallel_size > 1:\n"
+                                      f"        {DSA_ASSERT}\n")
 
 
 @dataclass(frozen=True)
@@ -110,6 +123,8 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
             "Add --rollout-seed; the FSDP test takes the runner's seed"),
     Variant("env_sensitive", "main", (ENV_SENSITIVE,),
             "The refactored rollout does not support partial rollout yet"),
+    Variant("dsa_context_parallel", "main", (DSA_CONTEXT_PARALLEL,),
+            "Zigzag context parallelism is not supported for DSA models"),
 )}
 
 
