@@ -32,14 +32,14 @@ from pathlib import Path
 from typing import Any
 
 from app.analysis.model import Suite
-from app.analysis.policy import POLICIES_DIR, Policy, load_policy
+from app.analysis.policy import Policy, load_policy
 from app.analysis.report import CheckReport
 from app.engine import compare_trees, run_check
 from app.validate import trace_lines, validate_revision
 from benchmarks.generate import DEFAULT_SEED, VALIDATOR_PATH, Manifest, generate_pair
 from benchmarks.twin.selfcheck import import_seconds
 
-POLICY = POLICIES_DIR / "radixark" / "miles.yml"
+POLICY = Path(__file__).parent / "twin" / "policy.yml"  # the twin's own, not the real miles policy
 WARM_TARGET_S = 10.0
 NAIVE_RATIO_TARGET = 20.0
 
@@ -147,24 +147,33 @@ class Bench:
 
     def naive(self, suites: list[Suite], sample: int, seed: int) -> tuple[list[float], dict[str, str]]:
         """Seconds per (suite, revision) with a one-suite job each; outcomes keyed 'revision suite-id'."""
-        diff, head_sources = compare_trees(self.manifest.base, self.manifest.head)
-        trace = trace_lines(diff, self.policy, head_sources)
-        chosen = random.Random(seed).sample(suites, min(sample, len(suites)))
-        seconds: list[float] = []
-        outcomes: dict[str, str] = {}
-        for index, suite in enumerate(chosen, 1):
-            for revision, tree, traced in (
-                ("base", self.manifest.base, {}),
-                ("head", self.manifest.head, trace),
-            ):
-                started = time.perf_counter()
-                results, _ = validate_revision(
-                    tree, self.policy, [suite], trace=traced, allow_unsandboxed=False
-                )
-                seconds.append(time.perf_counter() - started)
-                outcomes[f"{revision} {suite.id}"] = results[suite.id].outcome.outcome
-            self.log(f"  naive {index}/{len(chosen)}: {suite.id} {seconds[-2]:.2f} s + {seconds[-1]:.2f} s")
-        return seconds, outcomes
+        return naive_runs(self.manifest.base, self.manifest.head, self.policy, suites, sample, seed, self.log)
+
+
+def naive_runs(
+    base: Path,
+    head: Path,
+    policy: Policy,
+    suites: list[Suite],
+    sample: int,
+    seed: int,
+    log: Callable[[str], None],
+) -> tuple[list[float], dict[str, str]]:
+    """The naive way: `validate_revision` with a one-suite job (a fresh sandboxed harness) per sampled
+    suite and revision; seconds per run, outcomes keyed 'revision suite-id'. Shared with bench_real."""
+    diff, head_sources = compare_trees(base, head)
+    trace = trace_lines(diff, policy, head_sources)
+    chosen = random.Random(seed).sample(suites, min(sample, len(suites)))
+    seconds: list[float] = []
+    outcomes: dict[str, str] = {}
+    for index, suite in enumerate(chosen, 1):
+        for revision, tree, traced in (("base", base, {}), ("head", head, trace)):
+            started = time.perf_counter()
+            results, _ = validate_revision(tree, policy, [suite], trace=traced, allow_unsandboxed=False)
+            seconds.append(time.perf_counter() - started)
+            outcomes[f"{revision} {suite.id}"] = results[suite.id].outcome.outcome
+        log(f"  naive {index}/{len(chosen)}: {suite.id} {seconds[-2]:.2f} s + {seconds[-1]:.2f} s")
+    return seconds, outcomes
 
 
 def _new_head(manifest: Manifest, work: Path) -> Path:

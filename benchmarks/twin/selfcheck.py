@@ -16,14 +16,14 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from app.analysis.policy import POLICIES_DIR, load_policy
+from app.analysis.policy import load_policy
 from benchmarks.twin.support import HEAVY_IMPORTS, MODELS
 
 if TYPE_CHECKING:
     from benchmarks.generate import Manifest
 
 STANDIN = Path(__file__).with_name("standin.py")
-POLICY = POLICIES_DIR / "radixark" / "miles.yml"
+POLICY = Path(__file__).with_name("policy.yml")  # the twin's own, not the real miles policy
 EXTRA_STUBS = ("megatron", "sglang", "sglang_router", "ray", "transformers")
 
 

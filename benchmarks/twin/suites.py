@@ -17,7 +17,7 @@ from benchmarks.twin.support import MODELS, Model
 Expect = Literal["accepted", "new_rejection", "rejected_both"]
 Template = Literal["plain", "variants", "config_read", "ckpt_read", "typer", "router_wait"]
 
-# What the policy's fixtures serve to the scripts that read them (policies/radixark/miles.yml).
+# What the policy's fixtures serve to the scripts that read them (benchmarks/twin/policy.yml).
 FIXTURE_NUM_HIDDEN_LAYERS = 28
 FIXTURE_CHECKPOINT_ITERATION = 0
 

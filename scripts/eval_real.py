@@ -1,0 +1,242 @@
+"""Evaluation of `prtriage check` on a real history: every first-parent commit that changes validation code.
+
+    .venv/bin/python scripts/eval_real.py --repo /tmp/miles-full [--since 2026-08-01] [--limit N] \
+        [--branch main] [--policy policies/radixark/miles.yml] [--cache-dir DIR] \
+        [--out benchmarks/out/eval_real.json]
+    .venv/bin/python scripts/eval_real.py --table-from benchmarks/out/eval_real.json
+
+For each first-parent commit of --branch since --since whose diff against its parent touches the policy's
+`validation.paths`, runs `prtriage check --repo REPO --base <parent> --head <commit> --format json` (one
+cache dir shared by all, as the App's would be) and reports the commit's exit status, its suites, how many
+the base accepts (CI starts them all: a base rejection the head does not fix is the analyser's blindness), the
+base's errors grouped, its findings and its time. Not run by CI: it needs a fetched repository. The JSON is
+rewritten after each commit, so a long run can be read while it goes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from app.analysis.health import BaseFailure, describe, group_errors
+from app.analysis.model import Outcome
+from app.analysis.policy import POLICIES_DIR, Policy, load_policy
+
+POLICY = POLICIES_DIR / "radixark" / "miles.yml"
+GOOD_SHARE = 0.95  # base acceptance from which the analysis is taken to see the repository as CI does
+TOP_ERRORS = 3
+
+
+@dataclass(frozen=True)
+class Commit:
+    sha: str
+    parent: str
+    subject: str
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
+                          check=True).stdout
+
+
+def first_parent_commits(repo: Path, branch: str, since: str) -> list[Commit]:
+    """Oldest first; a root commit has no parent to compare with and is left out."""
+    out = git(repo, "log", "--first-parent", "--reverse", f"--since={since}", "--format=%H%x00%P%x00%s",
+              branch, "--")
+    commits = []
+    for line in out.splitlines():
+        sha, parents, subject = line.split("\0", 2)
+        if parents:
+            commits.append(Commit(sha, parents.split()[0], subject))
+    return commits
+
+
+def changes_validation(repo: Path, commit: Commit, policy: Policy) -> bool:
+    changed = git(repo, "diff", "--name-only", "--no-renames", commit.parent, commit.sha, "--").splitlines()
+    return policy.touches_validation(changed)
+
+
+def check(repo: Path, commit: Commit, policy_path: Path, cache_dir: Path,
+          timeout: float) -> tuple[int | None, dict[str, Any] | None, str, float]:
+    """Exit status (None on timeout), the JSON report (None without one), stderr's tail, seconds."""
+    command = [*prtriage(), "check", "--repo", str(repo), "--base", commit.parent, "--head", commit.sha,
+               "--policy", str(policy_path), "--format", "json", "--cache-dir", str(cache_dir),
+               "--no-progress"]
+    started = time.perf_counter()
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, None, f"timed out after {timeout:.0f} s", time.perf_counter() - started
+    seconds = time.perf_counter() - started
+    try:
+        report = json.loads(done.stdout)
+    except json.JSONDecodeError:
+        report = None
+    return done.returncode, report, done.stderr[-2000:], seconds
+
+
+def prtriage() -> list[str]:
+    """The installed command line of this interpreter's environment (what a user runs)."""
+    script = Path(sys.executable).with_name("prtriage")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "app.cli"]
+
+
+def base_figures(report: dict[str, Any]) -> dict[str, Any]:
+    """Base outcomes counted from `suites[*].base`, and the base's failures grouped by exception and line."""
+    outcomes = {s["id"]: Outcome.from_json(s["base"]) for s in report["suites"]}
+    counts = Counter(o.outcome for o in outcomes.values())
+    failures = [BaseFailure(suite, o) for suite, o in outcomes.items() if o.outcome != "accepted"]
+    suites = len(outcomes)
+    return {
+        "suites": suites, "base_accepted": counts["accepted"], "base_rejected": counts["rejected"],
+        "base_error": counts["error"],
+        "accepted_share": round(counts["accepted"] / suites, 4) if suites else None,
+        "base_errors": [{"count": g.count, "error": describe(g.example)}
+                        for g in group_errors(failures)[:TOP_ERRORS]],
+    }
+
+
+def findings(report: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"kind": f["kind"], "severity": f["severity"], "scripts": len(f["scripts"]),
+             "suites": len(f["suites"]), "where": f"{f['path']}:{f['line']}" if f["path"] else None,
+             "message": f["message"][:300]}
+            for f in report["findings"]]
+
+
+def evaluate(repo: Path, commit: Commit, args: argparse.Namespace, cache_dir: Path) -> dict[str, Any]:
+    status, report, stderr, seconds = check(repo, commit, args.policy, cache_dir, args.timeout)
+    row: dict[str, Any] = {"sha": commit.sha, "parent": commit.parent, "subject": commit.subject,
+                           "exit": status, "seconds": round(seconds, 1)}
+    if report is None:
+        return {**row, "suites": 0, "accepted_share": None, "findings": [], "failure": stderr}
+    capture = report["capture"]
+    return {**row, **base_figures(report), "findings": findings(report),
+            "validation_changed": report["validation_changed"], "capture_cached": capture["cached"],
+            "capture_failed": len(capture["failed"]), "timing": report["timing"]}
+
+
+def fixed_at_head(row: dict[str, Any]) -> int:
+    """Suites the base rejects and the head accepts (`fixed` findings): the base's own breakage, which
+    the harness saw (a revert's base), not its blindness."""
+    return sum(f["suites"] for f in row["findings"] if f["kind"] == "fixed")
+
+
+def below(row: dict[str, Any]) -> bool:
+    return row["accepted_share"] is None or row["accepted_share"] < GOOD_SHARE
+
+
+def overall(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    seconds = [r["seconds"] for r in rows]
+    return {
+        "commits": len(rows),
+        "base_acceptance_at_least_95": sum(1 for r in rows if not below(r)),
+        "below_95": [{"sha": r["sha"][:12], "accepted_share": r["accepted_share"],
+                      "base_failures": r["suites"] - r.get("base_accepted", 0),
+                      "fixed_at_head": fixed_at_head(r)} for r in rows if below(r)],
+        "exit_statuses": dict(Counter(str(r["exit"]) for r in rows)),
+        "median_s": round(statistics.median(seconds), 1) if seconds else None,
+        "max_s": round(max(seconds), 1) if seconds else None,
+    }
+
+
+def table(rows: list[dict[str, Any]], total: dict[str, Any]) -> str:
+    lines = [f"{'sha':<12} {'exit':>4} {'suites':>6} {'acc':>4} {'rej':>4} {'err':>4} {'share':>6} "
+             f"{'s':>6}  findings / subject"]
+    for r in rows:
+        share = "-" if r["accepted_share"] is None else f"{r['accepted_share'] * 100:.0f}%"
+        lines.append(f"{r['sha'][:12]} {r['exit']!s:>4} {r['suites']:>6} {r.get('base_accepted', 0):>4} "
+                     f"{r.get('base_rejected', 0):>4} {r.get('base_error', 0):>4} {share:>6} "
+                     f"{r['seconds']:>6.1f}  {r['subject'][:70]}")
+        lines += [f"{'':>47}{f['kind']} {f['severity']}: {f['scripts']} scripts, {f['suites']} suites"
+                  + (f" at {f['where']}" if f["where"] else "") for f in r["findings"]]
+        if below(r):
+            lines += [f"{'':>47}base error x{e['count']}: {e['error'][:160]}"
+                      for e in r.get("base_errors", [])]
+            if "failure" in r:
+                lines.append(f"{'':>47}no report: {r['failure'][-300:]}")
+    lines += ["", f"{total['commits']} commits; base acceptance >= 95%: "
+              f"{total['base_acceptance_at_least_95']}; exit statuses {total['exit_statuses']}; "
+              f"time median {total['median_s']} s, max {total['max_s']} s"]
+    lines += [f"below 95%: {b['sha']}, {b['base_failures']} base failures, {b['fixed_at_head']} of them "
+              "accepted at head (the base's own breakage)" for b in total["below_95"]]
+    return "\n".join(lines)
+
+
+def selected_commits(args: argparse.Namespace, policy: Policy) -> list[Commit]:
+    commits = [c for c in first_parent_commits(args.repo, args.branch, args.since)
+               if changes_validation(args.repo, c, policy)]
+    return commits[-args.limit:] if args.limit else commits
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="prtriage check on every commit of a real history that "
+                                                 "changes validation code.")
+    parser.add_argument("--repo", type=Path, help="a clone with the whole history (required to run)")
+    parser.add_argument("--since", default="2026-08-01", help="first commit date (git's --since)")
+    parser.add_argument("--limit", type=int, default=0, help="only the newest N such commits")
+    parser.add_argument("--branch", default="main")
+    parser.add_argument("--policy", type=Path, default=POLICY)
+    parser.add_argument("--cache-dir", type=Path, help="shared by every check (default: a temp dir)")
+    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds for one check")
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/out/eval_real.json"))
+    parser.add_argument("--table-from", type=Path, metavar="JSON", help="print a saved run's table")
+    args = parser.parse_args(argv)
+    if args.table_from is not None:
+        rows = json.loads(args.table_from.read_text())["commits"]
+    elif args.repo is None:
+        parser.error("--repo is required (or --table-from)")
+    else:
+        rows = run(args)
+        print(f"written to {args.out}\n", file=sys.stderr)
+    print(table(rows, overall(rows)))
+    return 0
+
+
+def run(args: argparse.Namespace) -> list[dict[str, Any]]:
+    args.repo = args.repo.resolve()
+    commits = selected_commits(args, load_policy(args.policy))
+    log(f"{len(commits)} first-parent commits of {args.branch} since {args.since} change validation paths")
+    cache_dir = args.cache_dir or Path(tempfile.mkdtemp(prefix="prtriage-eval-"))
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    cache_dir.chmod(0o755)  # the sandbox reads the unpacked trees as an unprivileged uid
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    rows: list[dict[str, Any]] = []
+    try:
+        for index, commit in enumerate(commits, 1):
+            rows.append(evaluate(args.repo, commit, args, cache_dir))
+            log(progress_line(index, len(commits), rows[-1]))
+            write(args, rows)
+    finally:
+        if args.cache_dir is None:
+            shutil.rmtree(cache_dir, ignore_errors=True)
+    return rows
+
+
+def progress_line(index: int, total: int, row: dict[str, Any]) -> str:
+    share = "no report" if row["accepted_share"] is None else f"base accepts {row['accepted_share']:.0%}"
+    return (f"[{index}/{total}] {row['sha'][:12]} exit {row['exit']}, {row['suites']} suites, {share}, "
+            f"{len(row['findings'])} findings, {row['seconds']:.1f} s: {row['subject'][:60]}")
+
+
+def write(args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:
+    result = {"command": " ".join(sys.argv), "repo": str(args.repo), "branch": args.branch,
+              "since": args.since, "policy": str(args.policy), "overall": overall(rows), "commits": rows}
+    args.out.write_text(json.dumps(result, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
