@@ -1,6 +1,6 @@
 """Benchmark of `prtriage check` on the real radixark/miles, pull request #2077: cold, warm, naive.
 
-    .venv/bin/python -m benchmarks.bench_real [--bundle /work/shared/realworld/miles.bundle] [--repeat 3] \
+    .venv/bin/python -m benchmarks.bench_real [--bundle ../shared/realworld/miles.bundle] [--repeat 3] \
         [--naive-sample 10] [--policy policies/radixark/miles.yml] [--out benchmarks/out/]
 
 Clones the bundle into a temp dir, then measures in one run, interleaved (cold i, warm i, ...):
@@ -34,7 +34,7 @@ from app.capture import capture_matrix
 from app.gitrepo import cached_tree
 from benchmarks.bench_check import Mode, WrongResult, naive_runs
 
-BUNDLE = Path("/work/shared/realworld/miles.bundle")
+BUNDLE = Path(__file__).resolve().parents[2] / "shared" / "realworld" / "miles.bundle"
 POLICY = POLICIES_DIR / "radixark" / "miles.yml"
 BASE, HEAD = "base-2077", "pr-2077"
 VALIDATOR_PATH = "miles/utils/arguments.py"
@@ -129,7 +129,7 @@ def prtriage() -> list[str]:
 
 def clone_bundle(bundle: Path, work: Path) -> Path:
     if not bundle.is_file():
-        raise SystemExit(f"{bundle}: no such bundle (see /work/shared/realworld/README.md)")
+        raise SystemExit(f"{bundle}: no such bundle (see ../shared/realworld/README.md)")
     clone = work / "miles"
     subprocess.run(["git", "clone", "--quiet", str(bundle), str(clone)], check=True)
     return clone
