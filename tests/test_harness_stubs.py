@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
+
+from probes import run_probe_program
 
 HARNESS = Path(__file__).resolve().parents[1] / "app" / "sandbox" / "harness"
 
@@ -41,12 +41,7 @@ def run_repo_module(tmp_path: Path, module_source: str, policy: dict[str, Any] |
         import pkg.mod
         print(json.dumps(pkg.mod.RESULT))
     """)
-    script = tmp_path / "probe.py"
-    script.write_text(probe)
-    done = subprocess.run([sys.executable, "-B", "-s", str(script)], capture_output=True, text=True,
-                          timeout=60, check=False)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_probe_program(tmp_path, probe)
 
 
 def test_repository_classes_subclass_decorate_and_hint_with_stubs(tmp_path: Path) -> None:

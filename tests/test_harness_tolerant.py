@@ -7,11 +7,11 @@ and imports one repository module whose RESULT is printed as JSON.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
+
+from probes import run_probe_program
 
 HARNESS = Path(__file__).resolve().parents[1] / "app" / "sandbox" / "harness"
 
@@ -39,12 +39,7 @@ def run_validation_module(tmp_path: Path, source: str, validation: dict[str, Any
         import pkg.mod
         print(json.dumps(pkg.mod.RESULT))
     """)
-    script = tmp_path / "probe.py"
-    script.write_text(probe)
-    done = subprocess.run([sys.executable, "-B", "-s", str(script)], capture_output=True, text=True,
-                          timeout=60, check=False)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_probe_program(tmp_path, probe)
 
 
 def test_a_parser_handed_to_absent_code_tolerates_the_flags_that_code_would_define(tmp_path: Path) -> None:
