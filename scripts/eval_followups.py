@@ -9,7 +9,8 @@ repositories (`fetch` layout: MIRROR/owner+name/repo, a bare git directory): a c
 service reads one (the `(#N)` at the end of a squash-merged title is the PR's own number and is passed as
 such); of a file line, the prose it belongs to (its comment block, its string, its docstring or docs
 paragraph). The project's own finder and classifier read that text; the label's reference is the mention
-of its target written on its line. Prints precision and recall per kind, the confusion matrix and the
+of its target written on its line (the strongest role if the line writes it twice, as the service keeps
+one per target). Prints precision and recall per kind, the confusion matrix and the
 misses. Not run by CI: it needs the fetched repositories.
 
 --split: labels are split in two by a hash of their pointer, so the split never changes when labels are
@@ -31,7 +32,7 @@ from functools import cache
 from pathlib import Path
 from typing import Literal
 
-from app.analysis.followups import ReferenceKind, classify
+from app.analysis.followups import PRIORITY, ReferenceKind, classify
 from app.analysis.references import Mention, Text, find_mentions
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -175,10 +176,16 @@ def evaluate(label: Label, mirror: Path) -> Outcome:
     candidates = [m for m in mentions if _matches(m, label)]
     if not candidates:
         return Outcome(label, NOT_FOUND, " ".join(line.split()))
-    mention = max(candidates, key=lambda m: _overlap(m.sentence, line))
-    same = sorted((m for m in mentions if (m.source, m.sentence) == (mention.source, mention.sentence)),
+    best = max(_overlap(m.sentence, line) for m in candidates)
+    kinds = [(classify(m, _same_sentence(m, mentions)), m) for m in candidates
+             if _overlap(m.sentence, line) == best]
+    kind, mention = min(kinds, key=lambda pair: PRIORITY[pair[0]])  # as the service keeps one per target
+    return Outcome(label, kind, mention.sentence)
+
+
+def _same_sentence(mention: Mention, mentions: list[Mention]) -> list[Mention]:
+    return sorted((m for m in mentions if (m.source, m.sentence) == (mention.source, mention.sentence)),
                   key=lambda m: m.start)
-    return Outcome(label, classify(mention, same), mention.sentence)
 
 
 def report(outcomes: list[Outcome], *, misses: bool) -> str:

@@ -95,6 +95,8 @@ PHRASINGS: list[tuple[str, dict[str, str]]] = [
     ("To track the progress of the port, see the umbrella issue (#455).", {"#455": "followup"}),
     ("Opened #455 to track the hang.", {"#455": "followup"}),
     ("The leak is tracked at **octo/gadgets#455**.", {"octo/gadgets#455": "followup"}),
+    ("Cache eviction tracking issue: [`octo/widgets#455`](https://github.com/octo/widgets/issues/455).",
+     {"#455": "followup"}),
     # reverts
     ('Revert "Reject --disable-weights-backuper with colocate (#2190)"', {"#2190": "revert"}),
     ('Revert "Add the assert" (#2190)', {"#2190": "revert"}),
@@ -109,6 +111,7 @@ PHRASINGS: list[tuple[str, dict[str, str]]] = [
     ('Revert "Widen the guard for releases (#640)" [re-land later]', {"#640": "revert"}),
     ('Revert "Reject the flag with LoRA - #639 and add tests (#640)"', {"#639": "mention", "#640": "revert"}),
     ('Revert "Load lazily. (#640)"', {"#640": "revert"}),
+    ('Revert "Parse "--fast" as a flag (#640)" (#99)', {"#640": "revert"}),
     ("Revert the precompile changes (#640, #641) to fix CI", {"#640": "revert", "#641": "revert"}),
     # closing keywords
     ("Fixes #12", {"#12": "closes"}),
@@ -219,6 +222,12 @@ def test_forms_of_a_reference_and_the_prs_own_number() -> None:
             "https://www.github.com/acme/tools/issues/7, "
             "<https://github.com/octo/widgets/pull/8>, #0, #99999999999, #99 and OCTO/widgets#99.")
     assert list(kinds(body)) == ["#1", "#2", "#3", "octo/gadgets#4", "#5", "#6", "acme/tools#7", "#8"]
+
+
+def test_the_text_of_a_link_to_a_reference_is_not_another_reference() -> None:
+    body = ("Built on [#6](https://github.com/acme/lib/pull/6)、[#7](https://github.com/acme/lib/pull/7) and "
+            "[PR #8](https://github.com/octo/widgets/pull/8); [#9] is a footnote.")
+    assert list(kinds(body)) == ["acme/lib#6", "acme/lib#7", "#8", "#9"]
 
 
 def test_enterprise_host_links_count_other_hosts_do_not() -> None:

@@ -49,8 +49,9 @@ _LATER = r"(?:separate|later|future|subsequent|next|upcoming|second|dedicated)"
 _CHANGE = r"(?:pr|pull\s+request|change|patch|commit|issue)"
 
 _TAGS = r"(?:\[[^\]]{0,40}\]\s*|[\w-]{1,20}(?:\([^)]{0,40}\))?!?:\s*|\(\d+/\w+\)\s*)*"  # "[rl] ", "ci: "
-_REVERT = (  # GitHub's title first: Revert "<the reverted PR's title, ending in (#N)>", free words around
-    rf"^\W*{_TAGS}revert\b[^\"“]*[\"“][^\"”]*\(\s*{_LIST}{REF}\s*\)\s*(?:[\"”]|$)",
+_REVERT = (  # GitHub's title first: Revert "<the reverted PR's title, ending in (#N)>", free words
+    # around; the quoted title may hold quotes of its own
+    rf"^\W*{_TAGS}revert\b[^\"“]{{0,40}}[\"“].{{0,300}}?\(\s*{_LIST}{REF}\s*\)\s*(?:[\"”]|$)",
     rf"^\W*{_TAGS}revert\b[^\"“]*[\"“][^\"”]*[\"”]\s*\(?\s*{REF}",  # after it: Revert "Add X" (#N)
     rf"^\W*{_TAGS}revert\b[^\"“.]{{0,150}}?\(\s*{_LIST}{REF}\s*[,)]",  # a free one: Revert the cache (#N)
     rf"^\W*revert(?:\([^)]{{0,40}}\))?!?:\s*[^.]{{0,150}}?\(\s*{_LIST}{REF}\s*[,)]",  # "revert: add X (#N)"
@@ -127,7 +128,7 @@ _FOLLOWUP = (
     rf"\b(?:rest|remainder|remaining\s+(?:work|changes|parts?)|second\s+half)\s+(?:(?:is|are|will\s+be|comes?"
     rf"|lands?|goes)\s+)?(?:in|at|:|-)\s*{_T}",
     rf"\btrack(?:ed|ing)\s+(?:in|by|at|with|via|under){_S}{_T}",
-    rf"\btracking\s+(?:issue|pr|ticket)\s*(?::|-|\bis\b)?\s*{_LIST}{REF}",
+    rf"\btracking\s+(?:issue|pr|ticket)\s*(?::|-|\bis\b)?\s*{_T}",
     rf"\b(?:deferred|postponed|punted|left|moved|split\s+out|pushed)\s+(?:to|for|into|until){_S}{_T}",
     rf"\b(?:comes?|coming|lands?|landing)\s+(?:later\s+|separately\s+|next\s+)?in{_S}{_T}",
     rf"{REF}\s+(?:will|shall|is\s+going\s+to|should)\b(?!\s+(?:not|never|have)\b)",

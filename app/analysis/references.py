@@ -26,6 +26,8 @@ _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
 _QUOTE = re.compile(r" {0,3}>")
 _ALERT = re.compile(r" {0,3}>\s*\[!(?:NOTE|TIP|IMPORTANT|WARNING|CAUTION)\]", re.I)  # GitHub's: the author's
 _STACK_ENTRY = re.compile(r"(__->__\s*)?(?:[\w.-]+/[\w.-]+)?#\d+|(__->__\s*)?https?://\S+/pull/\d+/?")
+_LINK_TEXT_MAX = 200
+_LINK_TEXT = re.compile(rf"\[[^\[\]\n]{{0,{_LINK_TEXT_MAX - 10}}}\]\(\s*\Z")  # the text before "](URL"
 _QUOTED = re.compile(r"\"[^\"\n]*\"|\u201c[^\u201d\n]*\u201d")
 _BLOCK_START = re.compile(r"\s*(?:[-*+]\s|\d{1,3}[.)]\s|\|)")  # list item, table row
 _ITEM = re.compile(r"\s*(?:[-*+]|\d{1,3}[.)])\s")
@@ -262,6 +264,9 @@ def _mentions_in(sentence: str, source: Source, owner: str, repo: str, url: re.P
         parsed = url.match(sentence, link.start(), link.end())
         if parsed and _number_ok(parsed) and _repo_ok(parsed):
             found.append(mention(parsed["owner"], parsed["repo"], parsed, url=link.group().rstrip(".,;:)")))
+            text = _LINK_TEXT.search(sentence, max(link.start() - _LINK_TEXT_MAX, 0), link.start())
+            if text:  # "[#5](https://github.com/other/repo/pull/5)": the link is the reference, not its text
+                take(text.start(), text.end())
     for match in _REVERTED_COMMIT.finditer(sentence):
         if free(match.start("sha"), match.end("sha")):
             found.append(mention(owner, repo, match, "sha", sha=match["sha"].lower()))
