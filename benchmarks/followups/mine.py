@@ -19,6 +19,14 @@ mostly revert), up to --plain of the others, each drawn with random.Random(seed)
 of the rare-cue tier from all strata together (random.Random(seed + 1)), since most strata hold fewer rare
 cues than --rare. The cue words are a fixed list, not the classifier: the sample is labelled by reading,
 and the classifier is measured on it afterwards.
+
+The held-out sample (`holdout.jsonl`), drawn after the classifier had been tuned on the first one, from
+what the first draw left:
+
+    .venv/bin/python -m benchmarks.followups.mine        # the first draw, to leave out
+    .venv/bin/python -m benchmarks.followups.mine --seed 20261202 --rare 50 --cue 10 --plain 10 \
+        --extra-rare 0 --exclude benchmarks/out/followup_candidates.jsonl \
+        --out benchmarks/out/followup_holdout_candidates.jsonl
 """
 
 from __future__ import annotations
@@ -167,6 +175,10 @@ def extra_rare(candidates: list[Candidate], drawn: list[Candidate], *, seed: int
     return random.Random(seed + 1).sample(pool, min(size, len(pool)))
 
 
+def _pointer(row: dict[str, object]) -> tuple[object, ...]:
+    return tuple(row[key] for key in ("repository", "commit", "path", "line", "target"))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -176,8 +188,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cue", type=int, default=30)
     parser.add_argument("--plain", type=int, default=16)
     parser.add_argument("--extra-rare", type=int, default=60)
+    parser.add_argument("--exclude", type=Path, action="append", default=[],
+                        help="JSON lines of pointers (repository, commit, path, line, target) not to draw")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/out/followup_candidates.jsonl"))
     args = parser.parse_args(argv)
+    excluded = {_pointer(json.loads(line)) for path in args.exclude for line in path.read_text().splitlines()
+                if line.strip()}
     everything: list[Candidate] = []
     for repository in REPOSITORIES:
         repo = git_dir(args.mirror, repository)
@@ -187,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{repository}: {len(raw)} candidates, {len(unique)} distinct; by tier (rare cue, other cue, "
               f"none): commit {[counts['commit', t] for t in range(3)]}, file "
               f"{[counts['file', t] for t in range(3)]}", file=sys.stderr)
-        everything += unique
+        everything += [c for c in unique if _pointer(asdict(c)) not in excluded]
     drawn = sample(everything, seed=args.seed, sizes=(args.rare, args.cue, args.plain))
     drawn += extra_rare(everything, drawn, seed=args.seed, size=args.extra_rare)
     args.out.parent.mkdir(parents=True, exist_ok=True)
