@@ -60,8 +60,13 @@ _REVERT = (  # GitHub's title first: Revert "<the reverted PR's title, ending in
 )
 _CONDITION = (  # another change being done as a condition: looked at before TODOs and mentions
     rf"\b(?:after|until|till|once|when)\s+{_T}\s*(?:\([^)]{{0,60}}\)\s*)?\)?\s*[*_]{{0,2}}{_LANDS}",
-    rf"{REF}[^.;{REF[0]}]{{0,80}}?\b(?:after|until|once|when)\s+(?:that|it|this|they)\s+{_LANDS}",
+    rf"{REF}\s*[:;,\u2013\u2014-]+\s*[^.;{REF[0]}]{{0,60}}?\b(?:after|until|once|when)\s+(?:that|it|this|they)\s+"
+    rf"{_LANDS}",  # "#5: re-enable once it lands"
 )
+# "will fail in #5" tells where something breaks, not where work is done
+_NOT_FAILURE = r"(?!(?:errors?|fail\w*|crash\w*|hang\w*|break\w*|issues?|problems?|bugs?)\b)"
+_NOT_CITING = (r"(?!\b(?:due\s+to|because\s+of|caused\s+by|as\s+in|like\s+in|introduced\s+(?:in|by)"
+               r"|triggered\s+by)\b)")  # a TODO explaining itself by a reference does not leave work to it
 _TODO_MARK = r"(?:^|[\s(\[*])@?(?:todo|fixme)\b\s*(?:\([^)]{0,40}\))?\s*:"  # "TODO:", "FIXME(@me):"
 _TODO = (  # a TODO naming the reference as its own leaves the work to it
     rf"\b(?:todo|fixme)\s*[(:\[]?\s*{_LIST}{REF}",
@@ -79,7 +84,8 @@ _MENTION = (  # looked at before prerequisites and follow-ups: these name what c
     rf"\b(?:see|similar\s+to|like(?:\s+in)?|as\s+in|cf\.?|related(?:\s+to)?:?|refs?:?|context:?){_S}{_T}"
     rf"(?![)\s]*for\s+(?:the\s+)?(?:tracking|progress|status)\b)",
 )
-_VERSION_ALTERNATIVE = r"(?!\s*\)?\s*or\s+(?:>|newer|later|above|v?\d))"  # "#5 or >= 2.18": what is installed
+# "#5 or >= 2.18", "#5 (abc123) or lib >= 2.18": what is installed, not what merges first
+_VERSION_ALTERNATIVE = r"(?!\s*\)?\s*(?:\([^)]{0,80}\)\s*)?or\s+(?:[\w.-]+\s+)?(?:>|newer|later|above|v?\d))"
 _PREREQUISITE = (
     rf"\bdepend(?:s|ing|ent)?\s+(?:up)?on{_S}(?:(?-i:[A-Z][\w.-]*)\s+)?{_T}",  # "depends on TorchAO (#5)"
     rf"\bdependenc(?:y|ies)\s*(?::|-|\bis\b|\bare\b)\s*{_T}",
@@ -87,7 +93,7 @@ _PREREQUISITE = (
     rf"\brequires?{_S}{_T}{_VERSION_ALTERNATIVE}",
     rf"\b(?:requires?|needs?|needed)\s+(?:[\w.+-]+\s+){{0,2}}?(?:fix(?:es)?|changes?|prs?|patch(?:es)?"
     rf"|pull\s+requests?)\s*:?\s*{_LIST}[(\[*_]{{0,3}}\s*{_LINK}{REF}{_VERSION_ALTERNATIVE}",
-    rf"(?:^|[:;]\s*)\W*needs?\b\s*:?\s*{_T}",  # "Need #12 and a newer driver"
+    rf"(?:^|[:;]\s*)[^\w(]*needs?\b\s*:?\s*{_T}",  # "Need #12 and a newer driver"; not an aside "(Need #12)"
     rf"\bstacked\s+(?:on(?:\s+top\s+of)?|onto|upon|above){_S}{_T}",
     rf"\bon\s+top\s+of{_S}{_T}",
     rf"\bbuilds?\s+(?:up)?on{_S}{_T}",
@@ -110,14 +116,14 @@ _FOLLOWUP = (
     rf"\b{_LATER}\s+{_CHANGE}\s*[,:(-]*\s*{_LIST}{REF}",
     rf"\b(?:will|shall|is\s+going\s+to|are\s+going\s+to|to|is\s+being|are\s+being|gets?)\s+be\s+(?:\w+ly\s+)?"
     rf"{_DONE}(?:\s+(?:up|out|back|separately|later|properly|there))?\s+(?:in|by|via|with){_S}{_T}",
-    rf"(?:\bwill|'ll|\bshall|\bgoing\s+to|\bplan\s+to|\bintend\s+to)\s+(?:[\w'-]+\s+){{1,6}}?(?:in|via)"
+    rf"(?:\bwill|'ll|\bshall|\bgoing\s+to|\bplan\s+to|\bintend\s+to)\s+(?:{_NOT_FAILURE}[\w'-]+\s+){{1,6}}?(?:in|via)"
     rf"{_S}{_T}",
     rf"\bpending\s+{_T}",  # "skipped, pending #12"
     rf"\b(?:real|proper|actual|full|permanent|complete|long[-\s]term|better|upstream|separate)\s+fix\s+"
     rf"(?:is\s+|will\s+be\s+|comes\s+|lands\s+)?(?:in|via)\s+{_T}",  # "proper fix in #12"
     rf"(?:^|[;:(\u2013\u2014-]\s*)fix\s+(?:will\s+(?:be|come|land)\s+)?in\s+{_T}",  # "...; fix in #12"
     rf"\bfix\s+will\s+(?:be|come|land)\s+(?:in|via)\s+{_T}",
-    rf"{_TODO_MARK}[^{REF[0]}]{{0,200}}?{REF}",  # "TODO: remove after #12"
+    rf"{_TODO_MARK}(?:{_NOT_CITING}[^{REF[0]}]){{0,200}}?{REF}",  # "TODO: remove after #12", not "due to #12"
     rf"\bbeing\s+(?:addressed|worked\s+on|handled|fixed|tracked|investigated)\b\s*(?:here|upstream)?\s*:?\s*"
     rf"(?:in|at|by|via|under)?\s*{_T}",
     rf"\b(?:see|refer\s+to|follow)\s+{_T}[)\s]*for\s+(?:the\s+)?(?:tracking|progress|status)\b",
