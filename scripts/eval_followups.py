@@ -5,7 +5,7 @@
 
 Each label points at one reference (repository, commit, path or null for the commit's message, line,
 target) and says what it means (`benchmarks/followups/GUIDE.md`). The text is read from the fetched
-repositories (`fetch` layout: MIRROR/owner+name/repo, a bare git directory): a commit message whole, as the
+repositories (MIRROR/owner+name/repo, a bare git directory or a clone): a commit message whole, as the
 service reads one (the `(#N)` at the end of a squash-merged title is the PR's own number and is passed as
 such); of a file line, the prose it belongs to (its comment block, its string, its docstring or docs
 paragraph). The project's own finder and classifier read that text; the label's reference is the mention
@@ -84,9 +84,9 @@ def load_labels(path: Path) -> list[Label]:
 
 def git_dir(mirror: Path, repository: str) -> Path:
     path = mirror / repository.replace("/", "+") / "repo"
-    if not (path / "HEAD").exists():
-        raise MissingRepository(f"{repository} is not fetched: no git directory at {path} (fetch "
-                                f"github:{repository}, or give --mirror)")
+    if not (path / "HEAD").exists() and not (path / ".git").exists():
+        raise MissingRepository(f"{repository} is not fetched: no git directory at {path} (clone "
+                                f"https://github.com/{repository} there, or give --mirror)")
     return path
 
 

@@ -92,9 +92,9 @@ def targets(line: str, repository: str) -> list[str]:
 
 
 def git_dir(mirror: Path, repository: str) -> Path:
-    """The bare git directory `fetch` leaves for REPOSITORY: MIRROR/owner+name/repo."""
+    """The git directory of REPOSITORY: MIRROR/owner+name/repo (a bare git directory or a clone)."""
     path = mirror / repository.replace("/", "+") / "repo"
-    if not (path / "HEAD").exists():
+    if not (path / "HEAD").exists() and not (path / ".git").exists():
         sys.exit(f"mine: {repository} is not fetched: no git directory at {path}")
     return path
 
