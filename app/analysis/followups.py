@@ -136,6 +136,13 @@ class TextReference:
     local: bool  # in the PR's own repository
     url: str | None = None
     context: str = ""  # the sentence before, for a terse one
+    path: str | None = None  # for source "diff": where the head revision says it
+    line: int | None = None
+
+    @property
+    def where(self) -> str:
+        """`path:line` of a reference in the lines the PR adds; "" for one in its texts."""
+        return f"{self.path}:{self.line}" if self.path is not None else ""
 
     @property
     def target(self) -> str:
@@ -206,6 +213,8 @@ def _negated(marked: str, trigger: int) -> bool:
 
 def _reference(mention: Mention, kind: ReferenceKind, owner: str, repo: str) -> TextReference:
     local = (mention.owner.lower(), mention.repo.lower()) == (owner.lower(), repo.lower())
+    if kind == "closes" and mention.source == "diff":
+        kind = "mention"  # GitHub closes nothing from a file's content: "fixes #N" there describes code
     return TextReference(kind=kind, owner=mention.owner, repo=mention.repo, number=mention.number,
                          sha=mention.sha, sentence=mention.sentence, source=mention.source, local=local,
-                         url=mention.url, context=mention.previous)
+                         url=mention.url, context=mention.previous, path=mention.path, line=mention.line)
