@@ -11,6 +11,7 @@ import pytest
 from app.analysis import diffrefs
 from app.analysis.diffrefs import added_lines, diff_texts, patch_lines
 from app.analysis.followups import TextReference, find_references
+from app.analysis.references import MAX_MENTIONS, Text
 
 
 def references(diff: str) -> list[TextReference]:
@@ -115,9 +116,21 @@ def test_c_style_and_dash_comments(repo: Path) -> None:
                            ("followup", "acme/widgets#32", "q.sql", 1)]
 
 
-def test_a_closing_keyword_in_a_file_closes_nothing(repo: Path) -> None:
-    diff = diff_of(repo, {"m.py": ""}, {"m.py": "# Fixes #40: the off-by-one in the sampler.\nx = 1\n"})
-    assert found(diff) == [("mention", "acme/widgets#40", "m.py", 1)]
+def test_a_closing_keyword_or_a_revert_in_a_file_is_a_mention(repo: Path) -> None:
+    diff = diff_of(repo, {"m.py": ""}, {"m.py": "# Fixes #40: the off-by-one in the sampler.\nx = 1\n"
+                                                "# This reverts #41 for CPUs only.\n"})
+    assert found(diff) == [("mention", "acme/widgets#40", "m.py", 1),
+                           ("mention", "acme/widgets#41", "m.py", 3)]
+    texts = [Text("body", "Fixes #40. This reverts #41.")]
+    assert [r.kind for r in find_references(texts, owner="acme", repo="widgets", number=7)] == \
+        ["closes", "revert"]  # in the PR's own text, both keep their meaning
+
+
+def test_the_diff_has_a_budget_of_its_own(repo: Path) -> None:
+    texts = [Text("body", " ".join(f"see #{n}." for n in range(1, MAX_MENTIONS + 50)))]
+    diff = diff_of(repo, {"m.py": ""}, {"m.py": "# TODO(#9000): later\n"})
+    refs = find_references([*texts, *diff_texts(added_lines(diff))], owner="acme", repo="widgets", number=7)
+    assert len(refs) == MAX_MENTIONS + 1 and refs[-1].kind == "followup" and refs[-1].where == "m.py:1"
 
 
 def test_code_fences_in_docs_are_not_prose(repo: Path) -> None:

@@ -213,8 +213,10 @@ def _negated(marked: str, trigger: int) -> bool:
 
 def _reference(mention: Mention, kind: ReferenceKind, owner: str, repo: str) -> TextReference:
     local = (mention.owner.lower(), mention.repo.lower()) == (owner.lower(), repo.lower())
-    if kind == "closes" and mention.source == "diff":
-        kind = "mention"  # GitHub closes nothing from a file's content: "fixes #N" there describes code
+    if kind in ("closes", "revert") and mention.source == "diff":
+        # a file's content closes nothing on GitHub ("fixes #N" there describes code), and a PR says what
+        # it reverts in its title, body or commits: "reverts #N's change" in a comment must close no window
+        kind = "mention"
     return TextReference(kind=kind, owner=mention.owner, repo=mention.repo, number=mention.number,
                          sha=mention.sha, sentence=mention.sentence, source=mention.source, local=local,
                          url=mention.url, context=mention.previous, path=mention.path, line=mention.line)
