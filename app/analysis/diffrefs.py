@@ -1,5 +1,5 @@
 """The prose in the lines a pull request adds, with path and line: where `# TODO(#N): ...`, a skip reason
-("fix in #N") or a docs page's "until #N merges" make their promises.
+("will be fixed in #N") or a docs page's "until #N merges" make their promises.
 
 Pure: a unified diff (`git diff`, or the per-file `patch` GitHub's PR files API gives) in, `Text`s with
 source "diff" out, for the finder and classifier of the PR's own texts (references.py, followups.py).
