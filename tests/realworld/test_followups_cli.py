@@ -176,3 +176,13 @@ def test_a_repository_git_cannot_read_cannot_run(tmp_path: Path) -> None:
     status, _, err = followups("--repo", str(tmp_path), "--base", "a", "--head", "b",
                                env={"GITHUB_REPOSITORY": MILES})
     assert status == 3 and "not a git repository" in err
+
+
+def test_an_event_alone_gives_its_title_and_body(tmp_path: Path) -> None:
+    event = event_file(tmp_path, number=2600, body="Depends on #2591. A follow-up PR #2602 will add the "
+                       "tests.", base="0" * 40, head="1" * 40)
+    status, out, err = followups("--event", str(event))
+    assert status == 0, err  # no token: nothing resolved, nothing blocks, and the output says so
+    assert "prerequisite radixark/miles#2591  unknown  body" in out
+    assert "followup     radixark/miles#2602  unknown  body" in out
+    assert "states unknown: GITHUB_TOKEN is not set" in out
