@@ -190,6 +190,13 @@ class TextReference:
     local: bool  # in the PR's own repository
     url: str | None = None
     context: str = ""  # the sentence before, for a terse one
+    path: str | None = None  # for source "diff": where the head revision says it
+    line: int | None = None
+
+    @property
+    def where(self) -> str:
+        """`path:line` of a reference in the lines the PR adds; "" for one in its texts."""
+        return f"{self.path}:{self.line}" if self.path is not None else ""
 
     @property
     def target(self) -> str:
@@ -268,6 +275,10 @@ def _negated(marked: str, trigger: int) -> bool:
 
 def _reference(mention: Mention, kind: ReferenceKind, owner: str, repo: str) -> TextReference:
     local = (mention.owner.lower(), mention.repo.lower()) == (owner.lower(), repo.lower())
+    if kind in ("closes", "revert") and mention.source == "diff":
+        # a file's content closes nothing on GitHub ("fixes #N" there describes code), and a PR says what
+        # it reverts in its title, body or commits: "reverts #N's change" in a comment must close no window
+        kind = "mention"
     return TextReference(kind=kind, owner=mention.owner, repo=mention.repo, number=mention.number,
                          sha=mention.sha, sentence=mention.sentence, source=mention.source, local=local,
-                         url=mention.url, context=mention.previous)
+                         url=mention.url, context=mention.previous, path=mention.path, line=mention.line)

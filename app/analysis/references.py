@@ -1,6 +1,7 @@
 """Finding the pull requests, issues and reverted commits a PR's own text names, each with its sentence.
 
-Pure: texts in (title, body, commit messages, the author's comments), `Mention`s out. What a mention means
+Pure: texts in (title, body, commit messages, the author's comments, and the prose of the lines the PR
+adds: diffrefs.py), `Mention`s out. What a mention means
 (prerequisite, follow-up, revert ...) is decided from its sentence by followups.py.
 
 Only prose counts: fenced code, inline code, quoted lines (`> ...`, usually someone else's words) and HTML
@@ -11,14 +12,15 @@ bodies four spaces far more often continue a list item than start code.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
-Source = Literal["title", "body", "commit", "comment"]
+Source = Literal["title", "body", "commit", "comment", "diff"]
 StackPlace = Literal["", "above", "self", "below"]
-MAX_MENTIONS = 500
+MAX_MENTIONS = 500  # of the PR's texts, and as many again of its diff (each its own budget)
 MAX_NUMBER = 2**31 - 1  # GitHub numbers fit a 32-bit integer; anything longer is not a reference
 
 _HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.S)
@@ -53,6 +55,8 @@ class Text:
 
     source: Source
     text: str
+    path: str | None = None  # for source "diff": the file and line of the head revision
+    line: int | None = None
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,8 @@ class Mention:
     url: str | None = None  # the link as written, when the reference was a URL
     previous: str = ""  # the sentence before in the paragraph: context for a terse one ("Follow-up: #9")
     stack: StackPlace = ""  # an entry of a stack list (ghstack's): where it is from the `__->__` one
+    path: str | None = None  # where a "diff" mention is written in the head revision
+    line: int | None = None
 
     @property
     def target(self) -> str:
@@ -96,19 +102,28 @@ def find_mentions(texts: Iterable[Text], *, owner: str, repo: str, number: int,
     """Every reference in TEXTS, in order, except to the PR itself (owner/repo#number).
 
     `#N` and `GH-N` are in owner/repo. Links count on github.com and on WEB_HOSTS (a GitHub Enterprise
-    host, e.g. `ghe.example`, from the API URL). The first MAX_MENTIONS only: classifying costs a few
-    regular expressions each, and a release PR listing 3000 changes must not hold a worker for seconds.
+    host, e.g. `ghe.example`, from the API URL). The first MAX_MENTIONS of the PR's texts and of its diff
+    only: classifying costs a few regular expressions each, and a release PR listing 3000 changes must not
+    hold a worker for seconds; nor may a diff full of links crowd out what the description promises.
     """
     url = _url_pattern(["github.com", *web_hosts])
     own = (owner.lower(), repo.lower(), number)
     found: list[Mention] = []
+    counts = {False: 0, True: 0}  # by whether from the diff
     for text in texts:
+        from_diff = text.source == "diff"
+        if counts[from_diff] == MAX_MENTIONS:
+            continue
         for previous, sentence, stack in _sentences(text.text):
             for mention in _mentions_in(sentence, text.source, owner, repo, url, previous, stack):
                 if (mention.owner.lower(), mention.repo.lower(), mention.number) != own:
-                    found.append(mention)
-                if len(found) == MAX_MENTIONS:
-                    return found
+                    found.append(dataclasses.replace(mention, path=text.path, line=text.line)
+                                 if from_diff else mention)
+                    counts[from_diff] += 1
+                if counts[from_diff] == MAX_MENTIONS:
+                    break
+            if counts[from_diff] == MAX_MENTIONS:
+                break
     return found
 
 
