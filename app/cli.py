@@ -90,6 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_check(commands)
     _add_matrix(commands)
     _add_doctor(commands)
+    _add_pre_push(commands)
     _add_service(commands)
     return parser
 
@@ -130,6 +131,20 @@ def _add_check(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                             "markdown report appended to $GITHUB_STEP_SUMMARY when it is set")
     _common_options(check)
     check.set_defaults(command=check_command)
+
+
+def _add_pre_push(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    hook = commands.add_parser(
+        "pre-push", help="check the commits about to be pushed (the hook of .pre-commit-hooks.yaml)",
+        description="`check` of the git repository in the current directory from the merge base of the "
+                    "pushed head with the branch pushed to, to that head: PRE_COMMIT_FROM_REF and "
+                    "PRE_COMMIT_TO_REF "
+                    "as pre-commit sets them, else the upstream of the current branch (else origin/HEAD) and "
+                    "HEAD. Nothing to check (a deleted branch, a head already there): exit 0.",
+        epilog=EXIT_STATUS_HELP)
+    hook.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    _common_options(hook)
+    hook.set_defaults(command=pre_push_command, repo=Path("."), base_tree=None, head_tree=None)
 
 
 def _add_matrix(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -271,6 +286,19 @@ def replay_command(args: argparse.Namespace) -> int:
                             new_delivery_id=args.new_delivery_id)
     print(json.dumps({"status": answer.status, **answer.body}))
     return EXIT_OK if 200 <= answer.status < 300 else EXIT_CANNOT_RUN
+
+
+def pre_push_command(args: argparse.Namespace) -> int:
+    from app.prepush import pushed_range
+
+    pushed = pushed_range(args.repo, os.environ)
+    if pushed is None:
+        print("prtriage: nothing to check in this push", file=sys.stderr)
+        return EXIT_OK
+    print(f"prtriage: checking {pushed.head[:12]} against its merge base {pushed.base[:12]} with "
+          f"{pushed.against}", file=sys.stderr)
+    args.base, args.head = pushed.base, pushed.head
+    return check_command(args)
 
 
 def check_command(args: argparse.Namespace) -> int:
