@@ -84,6 +84,10 @@ def ensure_schema(settings: Settings) -> None:
 
 def prepare(settings: Settings) -> Services:
     """Everything a process that runs jobs needs, checked now: App id, key (it must sign), secret, schema."""
+    if unregistered(settings):
+        raise ConfigError("no GitHub App: set GITHUB_APP_ID, GITHUB_PRIVATE_KEY_PATH and "
+                          "GITHUB_WEBHOOK_SECRET, or register one with `prtriage serve` (setup mode) in "
+                          f"PRTRIAGE_DATA_DIR {settings.data_dir}")
     settings.require_app()
     services = Services.from_settings(settings, github_app=GitHubApp.from_settings(settings))
     ensure_schema(settings)

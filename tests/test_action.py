@@ -152,6 +152,19 @@ def test_the_action_on_a_git_repository_with_its_own_policy_and_fail_open(tmp_pa
     assert "::warning::prtriage could not analyse (exit 3)" in opened.stdout
 
 
+def test_a_checkout_with_the_history_needs_no_fetch(tmp_path: Path) -> None:
+    _, base, head = make_pull_request(tmp_path, INCIDENT / "base", INCIDENT / "head", base_extra={},
+                                      head_extra={})
+    full = tmp_path / "full"
+    subprocess.run(["git", "clone", "-q", f"file://{tmp_path / 'remote.git'}", str(full)], check=True)
+    git(full, "fetch", "-q", "origin", head)
+    git(full, "remote", "set-url", "origin", str(tmp_path / "gone.git"))  # any fetch would fail now
+    runner = runner_for(tmp_path, full, base, head)
+    fetched = runner.run_steps("revisions")
+    assert fetched.returncode == 0, fetched.stderr
+    assert fetched.outputs == {"base": git(full, "merge-base", base, head), "head": head}
+
+
 def test_a_policy_missing_from_the_base_revision_is_bad_usage(tmp_path: Path) -> None:
     workspace, base, head = make_pull_request(
         tmp_path, INCIDENT / "base", INCIDENT / "head", base_extra={},

@@ -10,6 +10,8 @@ import json
 import os
 import re
 import stat
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -132,6 +134,13 @@ def test_serve_without_an_app_registers_one_and_serves_it_without_a_restart(
     assert httpx.get(f"{again.url}/healthz").json()["status"] == "ok"
     assert again.stop() == 0
     assert "setup mode" not in again.output
+
+
+def test_a_worker_without_an_app_says_how_to_get_one(setup_env: dict[str, str]) -> None:
+    done = subprocess.run([sys.executable, "-m", "app.cli", "worker"], cwd=ROOT, env=setup_env,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2
+    assert "register one with `prtriage serve` (setup mode)" in done.stderr
 
 
 # --- the flow's guards, in process ------------------------------------------------------------------------
