@@ -21,6 +21,7 @@ import httpx
 import pytest
 import yaml
 from dashboard.conftest import Client
+from dashboard.test_browser import browser  # noqa: F401 (fixture)
 
 from app.config import ConfigError, Settings
 from app.github.manifest import registration_url, web_url
@@ -68,14 +69,14 @@ def setup_form(page: str) -> tuple[str, dict[str, Any]]:
     return action, json.loads(manifest)
 
 
-def register(browser: httpx.Client, base: str) -> httpx.Response:
+def register(person: httpx.Client, base: str) -> httpx.Response:
     """What the person does: open /setup, press the button, GitHub creates the App and sends them back."""
-    page = browser.get(f"{base}/setup")
+    page = person.get(f"{base}/setup")
     assert page.status_code == 200, page.text
     action, manifest = setup_form(page.text)
-    github = browser.post(action, data={"manifest": json.dumps(manifest)}, follow_redirects=False)
+    github = person.post(action, data={"manifest": json.dumps(manifest)}, follow_redirects=False)
     assert github.status_code == 302, github.text
-    return browser.get(github.headers["location"])
+    return person.get(github.headers["location"])
 
 
 def test_serve_without_an_app_registers_one_and_serves_it_without_a_restart(
@@ -87,8 +88,8 @@ def test_serve_without_an_app_registers_one_and_serves_it_without_a_restart(
     assert httpx.get(f"{served.url}/").headers["location"] == "/setup"
     assert httpx.post(f"{served.url}/webhooks/github", content=b"{}").status_code == 503
 
-    with httpx.Client() as browser:
-        page = browser.get(f"{served.url}/setup")
+    with httpx.Client() as person:
+        page = person.get(f"{served.url}/setup")
         action, manifest = setup_form(page.text)
         assert action.startswith(f"{fake_github.url}/settings/apps/new?state=")
         assert f"form-action 'self' {fake_github.url}" in page.headers["content-security-policy"]
@@ -97,7 +98,7 @@ def test_serve_without_an_app_registers_one_and_serves_it_without_a_restart(
         app_yml = yaml.safe_load((ROOT / "app.yml").read_text())
         assert (manifest["default_permissions"], manifest["default_events"]) == (
             app_yml["default_permissions"], app_yml["default_events"])
-        done = register(browser, served.url)
+        done = register(person, served.url)
     assert done.status_code == 200, done.text
     assert "The App is registered" in done.text
     assert f"apps/{fake_github.app_slug}/installations/new" in done.text
@@ -266,3 +267,30 @@ def test_the_environment_wins_over_the_stored_app_and_a_damaged_store_is_named(t
 
 def test_the_packaged_manifest_is_app_yml() -> None:
     assert MANIFEST.read_bytes() == (ROOT / "app.yml").read_bytes()
+
+
+def test_one_click_in_a_real_browser_then_the_dashboard(
+        setup_env: dict[str, str], fake_github: FakeGitHub, serve: type[Served],
+        browser: Any) -> None:  # noqa: F811
+    served = serve(setup_env)
+    wait_for(served.healthy, timeout=60, what="serve to answer /healthz")
+    for width in (390, 1360):
+        context = browser.new_context(viewport={"width": width, "height": 844})
+        page = context.new_page()
+        page.goto(served.url + "/")  # sent to /setup
+        assert page.url == served.url + "/setup"
+        assert page.evaluate("document.scrollingElement.scrollWidth") <= width
+        context.close()
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    page.goto(served.url + "/setup")
+    page.click("#register")  # the one click: GitHub registers the App and sends the browser back
+    page.wait_for_url(f"{served.url}/setup/callback?**")
+    assert "The App is registered" in page.inner_text("h1")
+    assert page.get_attribute("#install", "href") == \
+        f"https://github.com/apps/{fake_github.app_slug}/installations/new"
+    page.goto(served.url + "/")
+    assert page.inner_text("h1") == "Risk windows"
+    assert page.evaluate("document.scrollingElement.scrollWidth") <= 390
+    context.close()
+    assert served.stop() == 0
