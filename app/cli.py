@@ -25,6 +25,8 @@ from app.analysis.doctor import doctor_json, doctor_text
 from app.analysis.model import Matrix
 from app.analysis.policy import Policy, PolicyError, builtin_policy, load_policy, parse_policy
 from app.analysis.render import render
+from app.analysis.workflow import command as workflow_command
+from app.analysis.workflow import render_github
 from app.cachedir import DEFAULT_MAX_SIZE, parse_size, prune
 from app.capture import capture_matrix
 from app.config import ConfigError, StartupError, UsageError
@@ -54,24 +56,26 @@ def main(argv: list[str] | None = None) -> int:
         command: Callable[[argparse.Namespace], int] = args.command
         return command(args)
     except (UsageError, PolicyError, ConfigError) as exc:
-        print(f"prtriage: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return fail(args, f"error: {exc}", EXIT_USAGE)
     except StartupError as exc:
-        print(f"prtriage: cannot start: {exc}", file=sys.stderr)
-        return EXIT_CANNOT_RUN
+        return fail(args, f"cannot start: {exc}", EXIT_CANNOT_RUN)
     except SandboxUnavailable as exc:
-        print(f"prtriage: cannot analyse: no sandbox: {exc}; {SANDBOX_HINT}", file=sys.stderr)
-        return EXIT_CANNOT_RUN
+        return fail(args, f"cannot analyse: no sandbox: {exc}; {SANDBOX_HINT}", EXIT_CANNOT_RUN)
     except (AnalysisError, GitError, OSError) as exc:
-        print(f"prtriage: cannot analyse: {exc}", file=sys.stderr)
-        return EXIT_CANNOT_RUN
+        return fail(args, f"cannot analyse: {exc}", EXIT_CANNOT_RUN)
     except KeyboardInterrupt:
-        print("prtriage: interrupted", file=sys.stderr)
-        return EXIT_CANNOT_RUN
+        return fail(args, "interrupted", EXIT_CANNOT_RUN)
     except Exception as exc:  # a bug must not exit 1, which would read as "blocking findings"
         traceback.print_exc()
-        print(f"prtriage: cannot analyse: internal error: {exc!r}", file=sys.stderr)
-        return EXIT_CANNOT_RUN
+        return fail(args, f"cannot analyse: internal error: {exc!r}", EXIT_CANNOT_RUN)
+
+
+def fail(args: argparse.Namespace, message: str, status: int) -> int:
+    """MESSAGE on stderr, and as an error annotation too when the output is for GitHub Actions."""
+    print(f"prtriage: {message}", file=sys.stderr)
+    if getattr(args, "format", None) == "github":
+        print(workflow_command("error", message, title="prtriage"))
+    return status
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -82,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_check(commands)
     _add_matrix(commands)
     _add_doctor(commands)
+    _add_pre_push(commands)
     _add_followups(commands)
     _add_service(commands)
     return parser
@@ -118,9 +123,25 @@ def _add_check(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     check.add_argument("--head", metavar="REV", help="head revision (with --repo)")
     check.add_argument("--base-tree", type=Path, metavar="DIR", help="base tree (without --repo)")
     check.add_argument("--head-tree", type=Path, metavar="DIR", help="head tree (without --repo)")
-    check.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    check.add_argument("--format", choices=("text", "json", "markdown", "github"), default="text",
+                       help="github: GitHub Actions workflow commands (an annotation per finding), and the "
+                            "markdown report appended to $GITHUB_STEP_SUMMARY when it is set")
     _common_options(check)
     check.set_defaults(command=check_command)
+
+
+def _add_pre_push(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    hook = commands.add_parser(
+        "pre-push", help="check the commits about to be pushed (the hook of .pre-commit-hooks.yaml)",
+        description="`check` of the git repository in the current directory from the merge base of the "
+                    "pushed head with the branch pushed to, to that head: PRE_COMMIT_FROM_REF and "
+                    "PRE_COMMIT_TO_REF "
+                    "as pre-commit sets them, else the upstream of the current branch (else origin/HEAD) and "
+                    "HEAD. Nothing to check (a deleted branch, a head already there): exit 0.",
+        epilog=EXIT_STATUS_HELP)
+    hook.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    _common_options(hook)
+    hook.set_defaults(command=pre_push_command, repo=Path("."), base_tree=None, head_tree=None)
 
 
 def _add_matrix(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -290,6 +311,19 @@ def replay_command(args: argparse.Namespace) -> int:
     return EXIT_OK if 200 <= answer.status < 300 else EXIT_CANNOT_RUN
 
 
+def pre_push_command(args: argparse.Namespace) -> int:
+    from app.prepush import pushed_range
+
+    pushed = pushed_range(args.repo, os.environ)
+    if pushed is None:
+        print("prtriage: nothing to check in this push", file=sys.stderr)
+        return EXIT_OK
+    print(f"prtriage: checking {pushed.head[:12]} against its merge base {pushed.base[:12]} with "
+          f"{pushed.against}", file=sys.stderr)
+    args.base, args.head = pushed.base, pushed.head
+    return check_command(args)
+
+
 def check_command(args: argparse.Namespace) -> int:
     cache_dir = cache_directory(args.cache_dir)
     base, head = check_revisions(args, cache_dir)
@@ -297,10 +331,22 @@ def check_command(args: argparse.Namespace) -> int:
     report = run_check(base.tree, head.tree, policy, base_sha=base.sha, head_sha=head.sha,
                        cache_dir=cache_dir, allow_unsandboxed=args.allow_unsandboxed,
                        progress=progress_printer(args.progress), repository=repository_of(args))
-    sys.stdout.write(render(report, args.format))
+    if args.format == "github":
+        sys.stdout.write(render_github(report))
+        append_step_summary(render(report, "markdown"))
+    else:
+        sys.stdout.write(render(report, args.format))
     if not report.could_analyse:  # blind: never 0, and not 1 either, whatever the findings say
         return EXIT_CANNOT_RUN
     return EXIT_BLOCKING if report.blocking else EXIT_OK
+
+
+def append_step_summary(markdown: str) -> None:
+    """Append to the job's summary page when running in GitHub Actions (it sets GITHUB_STEP_SUMMARY)."""
+    path = os.environ.get("GITHUB_STEP_SUMMARY")
+    if path:
+        with open(path, "a", encoding="utf-8") as summary:
+            summary.write(markdown + "\n")
 
 
 def repository_of(args: argparse.Namespace) -> str | None:

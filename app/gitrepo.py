@@ -163,3 +163,21 @@ def github_slug(repo: Path) -> tuple[str, str] | None:
         return None
     match = re.search(r"github\.com[:/]([\w.-]+)/([\w.-]+?)(?:\.git)?/?$", url)
     return (match.group(1), match.group(2)) if match else None
+
+
+def merge_base(repo: Path, one: str, other: str) -> str | None:
+    """The best common ancestor of two revisions; None when they share no history."""
+    try:
+        return _git(["merge-base", "--end-of-options", one, other], cwd=repo)
+    except GitError:
+        return None
+
+
+def full_ref_name(repo: Path, rev: str) -> str | None:
+    """`refs/remotes/origin/main` for `@{upstream}` (REV itself when it has no name); None when REV names no
+    commit."""
+    try:
+        _git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}"], cwd=repo)
+    except GitError:
+        return None
+    return _git(["rev-parse", "--symbolic-full-name", rev], cwd=repo) or rev
