@@ -25,8 +25,8 @@ from app.analysis.doctor import doctor_json, doctor_text
 from app.analysis.model import Matrix
 from app.analysis.policy import Policy, PolicyError, builtin_policy, load_policy, parse_policy
 from app.analysis.render import render
+from app.analysis.workflow import append_step_summary, render_github
 from app.analysis.workflow import command as workflow_command
-from app.analysis.workflow import render_github
 from app.cachedir import DEFAULT_MAX_SIZE, parse_size, prune
 from app.capture import capture_matrix
 from app.config import ConfigError, StartupError, UsageError
@@ -179,7 +179,9 @@ def _add_followups(commands: argparse._SubParsersAction[argparse.ArgumentParser]
     followups.add_argument("--head", metavar="REV", help="head revision (with --repo)")
     followups.add_argument("--event", type=Path, metavar="FILE",
                            help="pull_request event JSON (default: $GITHUB_EVENT_PATH when set)")
-    followups.add_argument("--format", choices=("text", "json"), default="text")
+    followups.add_argument("--format", choices=("text", "json", "github"), default="text",
+                           help="github: workflow commands (an annotation a finding, on its line) and the "
+                           "references appended to $GITHUB_STEP_SUMMARY")
     followups.set_defaults(command=followups_command)
 
 
@@ -339,14 +341,6 @@ def check_command(args: argparse.Namespace) -> int:
     if not report.could_analyse:  # blind: never 0, and not 1 either, whatever the findings say
         return EXIT_CANNOT_RUN
     return EXIT_BLOCKING if report.blocking else EXIT_OK
-
-
-def append_step_summary(markdown: str) -> None:
-    """Append to the job's summary page when running in GitHub Actions (it sets GITHUB_STEP_SUMMARY)."""
-    path = os.environ.get("GITHUB_STEP_SUMMARY")
-    if path:
-        with open(path, "a", encoding="utf-8") as summary:
-            summary.write(markdown + "\n")
 
 
 def repository_of(args: argparse.Namespace) -> str | None:

@@ -20,6 +20,7 @@ from app.analysis.followups import TextReference, find_references
 from app.analysis.model import Finding
 from app.analysis.policy import Policy, builtin_policy, load_policy, parse_policy
 from app.analysis.references import Text
+from app.analysis.workflow import annotation, append_step_summary, command, escape_data
 from app.config import UsageError
 from app.github.client import TokenClient
 from app.github.errors import GitHubError
@@ -71,6 +72,9 @@ def run(args: argparse.Namespace) -> int:
     outcome = resolve_states(references, policy, api_url=api_url, own=event.number if event else 0)
     if args.format == "json":
         sys.stdout.write(json.dumps(followups_json(outcome), indent=2) + "\n")
+    elif args.format == "github":
+        sys.stdout.write(followups_github(outcome))
+        append_step_summary(followups_markdown(outcome))
     else:
         sys.stdout.write(followups_text(outcome))
     if outcome.unresolved and os.environ.get("GITHUB_TOKEN"):
@@ -192,3 +196,41 @@ def followups_text(outcome: Outcome) -> str:
         lines.append(f"states unknown: {outcome.unresolved}")
     lines += [f"{finding.severity}: {finding.message}" for finding in outcome.findings]
     return "\n".join(lines) + "\n"
+
+
+PROMISES = ("prerequisite", "followup", "revert")  # the kinds a reader must see; mentions and closes are not
+
+
+def followups_github(outcome: Outcome) -> str:
+    """GitHub workflow commands: the findings the App would make, each on its line (a blocking unmerged
+    prerequisite is an error); without states, each promise as a notice on the line that makes it."""
+    lines = [annotation(finding) for finding in outcome.findings]
+    if outcome.unresolved:
+        for reference in (r for r in outcome.references if r.kind in PROMISES):
+            lines.append(command("notice", f"{reference.kind} {reference.target}: {reference.sentence}",
+                                 file=reference.path, line=reference.line,
+                                 title=f"prtriage: {reference.kind} (state unknown)"))
+    counts = ", ".join(f"{sum(r.kind == kind for r in outcome.references)} {kind}" for kind in PROMISES)
+    lines.append(escape_data(f"follow-ups: {len(outcome.references)} references ({counts})"
+                             + (f"; states unknown: {outcome.unresolved}" if outcome.unresolved else "")))
+    return "\n".join(lines) + "\n"
+
+
+def followups_markdown(outcome: Outcome) -> str:
+    """The step summary: the promises of the pull request, where each is made and its state."""
+    promises = [r for r in outcome.references if r.kind in PROMISES]
+    lines = ["### Follow-ups", ""]
+    if not promises:
+        return "\n".join([*lines, "No prerequisite, follow-up or revert.", ""])
+    lines += ["| kind | target | state | where | sentence |", "| --- | --- | --- | --- | --- |"]
+    for reference in promises:
+        cells = (reference.kind, reference.target, _state(outcome, reference),
+                 reference.where or reference.source, reference.sentence)
+        lines.append("| " + " | ".join(_cell(cell) for cell in cells) + " |")
+    lines += [""] + [f"- **{finding.severity}**: {_cell(finding.message)}" for finding in outcome.findings]
+    return "\n".join(lines) + "\n"
+
+
+def _cell(text: str) -> str:
+    """Text of the pull request inside a markdown table: no row break, no column break, no markup."""
+    return " ".join(text.split()).replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;")

@@ -6,6 +6,8 @@ from the pull request, and an unescaped newline would let them start a workflow 
 
 from __future__ import annotations
 
+import os
+
 from app.analysis.health import summary_line
 from app.analysis.model import Finding
 from app.analysis.render import UNSANDBOXED, headline
@@ -60,3 +62,11 @@ def render_github(report: CheckReport) -> str:
     if not report.sandboxed:
         lines.append(command("warning", UNSANDBOXED, title="prtriage: not sandboxed"))
     return "\n".join(lines) + "\n"
+
+
+def append_step_summary(markdown: str) -> None:
+    """Append to the job's summary page when running in GitHub Actions (it sets GITHUB_STEP_SUMMARY)."""
+    path = os.environ.get("GITHUB_STEP_SUMMARY")
+    if path:
+        with open(path, "a", encoding="utf-8") as summary:
+            summary.write(markdown + "\n")
