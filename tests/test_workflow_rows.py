@@ -177,6 +177,12 @@ def test_untrusted_workflow_text_is_bounded_and_must_be_a_mapping_of_jobs() -> N
         rows_from_workflow("jobs: [\n", "broken.yml", rows_source())
     with pytest.raises(WorkflowError, match="not valid YAML"):  # safe_load: no Python objects
         rows_from_workflow("jobs: !!python/object/apply:os.system ['true']\n", "evil.yml", rows_source())
+    laughs = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    laughs += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]
+    with pytest.raises(WorkflowError, match="once its aliases are expanded"):  # 10**9 values, 1 KB of text
+        rows_from_workflow("\n".join([*laughs, "jobs: {x: *a8}"]), "laughs.yml", rows_source())
+    with pytest.raises(WorkflowError, match="once its aliases are expanded"):
+        rows_from_workflow("jobs: &loop {x: *loop}\n", "cycle.yml", rows_source())
 
 
 def test_the_builtin_slime_policy_loads_and_is_picked_by_repository_name() -> None:

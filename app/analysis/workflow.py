@@ -23,6 +23,8 @@ from app.analysis.policy import WorkflowRows
 
 MAX_WORKFLOW_BYTES = 1_000_000
 MAX_ROWS_PER_JOB = 256  # GitHub's own limit of jobs one matrix may generate
+# Values once YAML aliases are expanded: a few hundred bytes of nested anchors make a "billion laughs".
+MAX_VALUES = 200_000
 _EXPRESSION = re.compile(r"\$\{\{(.*?)\}\}", re.S)
 _OPERAND = re.compile(r"""\s*(?:'((?:[^']|'')*)'|(matrix(?:\.[A-Za-z_][\w-]*)+)|(-?\d+(?:\.\d+)?)"""
                       r"""|(true|false|null))\s*\Z""")
@@ -63,6 +65,10 @@ def rows_from_workflow(text: str, path: str, source: WorkflowRows) -> WorkflowLi
         workflow = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise WorkflowError(f"{path}: not valid YAML: {exc}") from None
+    except RecursionError:
+        raise WorkflowError(f"{path}: nested too deeply") from None
+    if not _within_bound(workflow):
+        raise WorkflowError(f"{path}: more than {MAX_VALUES} values once its aliases are expanded")
     jobs = workflow.get("jobs") if isinstance(workflow, dict) else None
     if not isinstance(jobs, dict):
         raise WorkflowError(f"{path}: no `jobs` mapping")
@@ -73,6 +79,22 @@ def rows_from_workflow(text: str, path: str, source: WorkflowRows) -> WorkflowLi
             continue
         _list_job(listing, f"{path}:{name}", job, workflow_env, source)
     return listing
+
+
+def _within_bound(document: Any) -> bool:
+    """Whether walking the document, aliases expanded, visits at most MAX_VALUES values (a cycle never is)."""
+    stack, visited = [document], 0
+    while stack:
+        value = stack.pop()
+        visited += 1
+        if visited > MAX_VALUES:
+            return False
+        if isinstance(value, dict):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return True
 
 
 def _selected(job: str, source: WorkflowRows) -> bool:
