@@ -27,7 +27,7 @@ from app.analysis.policy import Policy, PolicyError, builtin_policy, load_policy
 from app.analysis.render import render
 from app.cachedir import DEFAULT_MAX_SIZE, parse_size, prune
 from app.capture import capture_matrix
-from app.config import ConfigError, StartupError
+from app.config import ConfigError, StartupError, UsageError
 from app.engine import SANDBOX_HINT, AnalysisError, require_sandbox, run_check, run_doctor
 from app.gitrepo import GitError, cached_tree, github_slug
 from app.sandbox.runner import SandboxUnavailable
@@ -36,10 +36,6 @@ EXIT_OK, EXIT_BLOCKING, EXIT_USAGE, EXIT_CANNOT_RUN = 0, 1, 2, 3
 EXIT_STATUS_HELP = ("exit status: 0 no blocking finding, 1 blocking findings, 2 bad usage or invalid policy, "
                     "3 the analysis could not run or could not see (its health)")
 REPO_POLICY = ".github/pr-triage.yml"
-
-
-class UsageError(Exception):
-    """Options that do not go together; exit status 2."""
 
 
 @dataclass(frozen=True)
@@ -86,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_check(commands)
     _add_matrix(commands)
     _add_doctor(commands)
+    _add_followups(commands)
     _add_service(commands)
     return parser
 
@@ -143,6 +140,26 @@ def _add_doctor(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         epilog="exit status: 0 healthy, 2 bad usage or invalid policy, 3 could not analyse")
     _one_revision_options(doctor)
     doctor.set_defaults(command=doctor_command)
+
+
+def _add_followups(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    followups = commands.add_parser(
+        "followups", help="the prerequisites and promised follow-ups of a pull request",
+        description="The references of a pull request: from its event payload (title and body; default "
+                    "$GITHUB_EVENT_PATH) and from the commits and the lines its diff adds between --base and "
+                    "--head of --repo (read from git objects; with an event, --base and --head default to "
+                    "its shas). States come from the API when GITHUB_TOKEN is set (GITHUB_API_URL "
+                    "respected), else they are unknown.",
+        epilog="exit status: 0 nothing that blocks, 1 an unmerged prerequisite (at the policy's "
+               "followups.prerequisite_unmerged level: blocking by default), 2 bad usage, 3 could not run "
+               "(git failed, or GITHUB_TOKEN is set and the API did not answer)")
+    followups.add_argument("--repo", type=Path, metavar="PATH", help="git repository (never checked out)")
+    followups.add_argument("--base", metavar="REV", help="base revision (with --repo)")
+    followups.add_argument("--head", metavar="REV", help="head revision (with --repo)")
+    followups.add_argument("--event", type=Path, metavar="FILE",
+                           help="pull_request event JSON (default: $GITHUB_EVENT_PATH when set)")
+    followups.add_argument("--format", choices=("text", "json"), default="text")
+    followups.set_defaults(command=followups_command)
 
 
 def _one_revision_options(parser: argparse.ArgumentParser) -> None:
@@ -231,6 +248,12 @@ def demo_command(args: argparse.Namespace) -> int:
         print(f"prtriage demo: {text}", flush=True)
 
     return demo.run(port, once=args.once, say=say)
+
+
+def followups_command(args: argparse.Namespace) -> int:
+    from app import followups_cli  # the GitHub client: only when asked for
+
+    return followups_cli.run(args)
 
 
 def worker_command(args: argparse.Namespace) -> int:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
+import string
 import sys
 import threading
 import time
@@ -174,12 +175,23 @@ class FakeGitHub:
     def _repo(self, full_name: str) -> FakeRepo:
         return self.repo(full_name) or self.add_repo(full_name)
 
+    def issue_token(self, installation_id: int) -> str:
+        """A token for the installation's repositories, as GitHub Actions hands a workflow its
+        `GITHUB_TOKEN` (an installation token of the Actions App): for clients that hold no App key."""
+        alphabet = string.ascii_letters + string.digits
+        token = "ghs_" + "".join(secrets.choice(alphabet) for _ in range(36))
+        with self._lock:
+            self.add_installation(installation_id, f"installation-{installation_id}")
+            self.tokens[token] = IssuedToken(installation_id, self.clock() + self.token_ttl)
+        return token
+
     def add_pull(self, full_name: str, number: int, *, head_sha: str, base_sha: str,
                  title: str = "A change", body: str | None = "", author: str = "octocat",
                  files: list[str | dict[str, Any]] | None = None,
                  commits: list[tuple[str, str]] | None = None, **fields: Any) -> FakePull:
         """A pull request (and its issue); FILES are paths, or dicts such as a rename's
-        `{"filename", "status": "renamed", "previous_filename"}`; FIELDS are FakePull's others."""
+        `{"filename", "status": "renamed", "previous_filename"}` or a file with its diff's hunks
+        `{"filename", "patch": "@@ -1,2 +1,3 @@..."}`; FIELDS are FakePull's others."""
         changed = [{"filename": item, "status": "modified"} if isinstance(item, str) else item
                    for item in files or []]
         change = FakePull(number, title, body, author, head_sha, base_sha, files=changed,
