@@ -15,13 +15,14 @@ import json
 import logging
 import os
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from app.analysis.matrix import ScriptReport, build_matrix
 from app.analysis.model import Matrix
-from app.analysis.policy import Policy, RecordLaunches, path_matches
+from app.analysis.policy import Policy, RecordLaunches, WorkflowRows, path_matches
+from app.analysis.workflow_rows import MAX_WORKFLOW_BYTES, WorkflowError, WorkflowRow, rows_from_workflow
 from app.sandbox.messages import OnProgress, progress_relay, stopped_reason
 from app.sandbox.runner import SandboxRun, SandboxSpec, run_harness
 from app.treehash import fingerprints, tree_digest
@@ -34,27 +35,36 @@ CAPTURE_HARNESS_FILES = ("capture.py", "common.py", "fsfakes.py", "stubs.py", "i
                          "intercept_shell.py", "intercept_net.py", "vclock.py", "vpaths.py", "recbash.sh")
 SKIPPED_DIRS = frozenset({".git", "__pycache__"})
 MAX_CACHE_ENTRIES = 64  # per policy; the least recently used go first
+# What the capture harness runs: `id` names its report; a workflow row adds `args` and `env`.
+CaptureItem = dict[str, Any]
 
 
 def capture_matrix(tree: Path, policy: Policy, *, cache_dir: Path | None, allow_unsandboxed: bool = False,
                    on_progress: OnProgress | None = None,
                    repository: str | None = None) -> tuple[Matrix, bool]:
     """The CI matrix of `tree`, and whether it came from the cache (then no sandbox ran at all)."""
-    scripts = {index: list_scripts(tree, source) for index, source in enumerate(policy.matrix.sources)
-               if isinstance(source, RecordLaunches)}
-    listed = [f"{index}:{script}" for index, paths in sorted(scripts.items()) for script in paths]
+    scripts: dict[int, list[CaptureItem]] = {}
+    disabled: dict[int, list[ScriptReport]] = {}
+    for index, source in enumerate(policy.matrix.sources):
+        if isinstance(source, RecordLaunches):
+            scripts[index] = [{"id": path, "script": path} for path in list_scripts(tree, source)]
+        elif isinstance(source, WorkflowRows):
+            scripts[index], off = list_rows(tree, source)
+            disabled[index] = [ScriptReport(label, "disabled") for label in off]
+    listed = [f"{index}:{item['id']}" for index, items in sorted(scripts.items()) for item in items]
     cache = MatrixCache(cache_dir / "matrix" / repository_key(repository) / capture_key(policy),
                         tree_digest(fingerprints(tree))) if cache_dir else None
     if cache is not None:
         cached = cache.lookup(listed)
         if cached is not None:
             return cached, True
-    reports: dict[int, list[ScriptReport]] = {}
+    reports: dict[int, list[ScriptReport]] = {index: list(off) for index, off in disabled.items()}
     complete, repo_mount = True, ""
-    for index, paths in scripts.items():
-        if paths:
-            run, reports[index] = _run_capture(tree, policy, index, paths, allow_unsandboxed, on_progress)
-            complete = complete and _ran_to_completion(run, reports[index], paths)
+    for index, items in scripts.items():
+        if items:
+            run, found = _run_capture(tree, policy, index, items, allow_unsandboxed, on_progress)
+            reports.setdefault(index, []).extend(found)
+            complete = complete and _ran_to_completion(run, found, [item["id"] for item in items])
             repo_mount = repo_mount or _repo_mount(run)
     matrix = build_matrix(policy, reports, repo_mount)
     if cache is not None and complete:
@@ -74,6 +84,45 @@ def list_scripts(tree: Path, source: RecordLaunches) -> list[str]:
     return sorted(path for path in _tree_files(tree)
                   if any(path_matches(path, g) for g in source.scripts)
                   and not any(path_matches(path, g) for g in source.exclude))
+
+
+def list_rows(tree: Path, source: WorkflowRows) -> tuple[list[CaptureItem], list[str]]:
+    """The capture items of a workflow_rows source (rows alike in script, args and env once), and the
+    labels of jobs whose `if:` is literally false."""
+    rows: dict[tuple[Any, ...], WorkflowRow] = {}
+    disabled: list[str] = []
+    for path in sorted(p for p in _tree_files(tree) if any(path_matches(p, g) for g in source.workflows)):
+        try:
+            if (tree / path).stat().st_size > MAX_WORKFLOW_BYTES:
+                raise WorkflowError(f"{path}: larger than {MAX_WORKFLOW_BYTES} bytes")
+            listing = rows_from_workflow((tree / path).read_text(encoding="utf-8", errors="replace"), path,
+                                         source)
+        except (OSError, WorkflowError) as exc:
+            log.warning("workflow rows: %s", exc)
+            continue
+        for note in listing.notes:
+            log.info("workflow rows: %s", note)
+        disabled += listing.disabled
+        for row in listing.rows:
+            rows.setdefault(row.key(), row)  # the same row in several jobs is one CI command line
+    return _labelled(rows.values()), disabled
+
+
+def _labelled(rows: Iterable[WorkflowRow]) -> list[CaptureItem]:
+    """Items with unique ids: the script and its words, then the job, then a number."""
+    items: list[CaptureItem] = []
+    taken: set[str] = set()
+    for row in rows:
+        label = " ".join((row.script, *row.args))
+        if label in taken:
+            label = f"{label} ({row.job})"
+        base, count = label, 1
+        while label in taken:
+            count += 1
+            label = f"{base}#{count}"
+        taken.add(label)
+        items.append({"id": label, "script": row.script, "args": list(row.args), "env": dict(row.env)})
+    return items
 
 
 def _tree_files(tree: Path) -> Iterator[str]:
@@ -98,14 +147,15 @@ def capture_key(policy: Policy) -> str:
     return hashlib.sha256(f"{policy.capture_digest()}:{_harness_digest()}".encode()).hexdigest()[:16]
 
 
-def _run_capture(tree: Path, policy: Policy, index: int, scripts: list[str], allow_unsandboxed: bool,
+def _run_capture(tree: Path, policy: Policy, index: int, items: list[CaptureItem], allow_unsandboxed: bool,
                  on_progress: OnProgress | None) -> tuple[SandboxRun, list[ScriptReport]]:
     job = {"policy": policy.model_dump(mode="json", by_alias=True), "workers": os.cpu_count() or 1,
-           "source": index, "scripts": scripts}
+           "source": index, "scripts": items}
     spec = SandboxSpec(program="capture.py", repo_dir=tree, job=job, limits=policy.harness.limits,
                        allow_unsandboxed=allow_unsandboxed)
     run = run_harness(spec, on_message=progress_relay(on_progress))
-    return run, collect_reports(scripts, run.messages, stopped_reason(run, step="capture", unit="script"))
+    return run, collect_reports([item["id"] for item in items], run.messages,
+                                stopped_reason(run, step="capture", unit="script"))
 
 
 def collect_reports(scripts: list[str], messages: list[dict[str, Any]], reason: str) -> list[ScriptReport]:

@@ -25,8 +25,8 @@ from app.analysis.doctor import doctor_json, doctor_text
 from app.analysis.model import Matrix
 from app.analysis.policy import Policy, PolicyError, builtin_policy, load_policy, parse_policy
 from app.analysis.render import render
-from app.analysis.workflow import append_step_summary, render_github
-from app.analysis.workflow import command as workflow_command
+from app.analysis.workflow_commands import append_step_summary, render_github
+from app.analysis.workflow_commands import command as workflow_command
 from app.cachedir import DEFAULT_MAX_SIZE, parse_size, prune
 from app.capture import capture_matrix
 from app.config import ConfigError, StartupError, UsageError

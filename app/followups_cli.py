@@ -20,7 +20,7 @@ from app.analysis.followups import TextReference, find_references
 from app.analysis.model import Finding
 from app.analysis.policy import Policy, builtin_policy, load_policy, parse_policy
 from app.analysis.references import Text
-from app.analysis.workflow import annotation, append_step_summary, command, escape_data
+from app.analysis.workflow_commands import annotation, append_step_summary, command, escape_data
 from app.config import UsageError
 from app.github.client import TokenClient
 from app.github.errors import GitHubError

@@ -1,8 +1,10 @@
 """Evaluation of `prtriage check` on a real history: every first-parent commit that changes validation code.
 
     .venv/bin/python scripts/eval_real.py --repo /tmp/miles-full [--since 2026-08-01] [--limit N] \
-        [--branch main] [--policy policies/radixark/miles.yml] [--cache-dir DIR] \
+        [--branch main] [--newest-first] [--policy policies/radixark/miles.yml] [--cache-dir DIR] \
         [--out benchmarks/out/eval_real.json]
+    .venv/bin/python scripts/eval_real.py --repo /tmp/slime --since 2026-07-01 --newest-first \
+        --policy policies/THUDM/slime.yml --out benchmarks/out/eval_slime.json
     .venv/bin/python scripts/eval_real.py --table-from benchmarks/out/eval_real.json
 
 For each first-parent commit of --branch since --since whose diff against its parent touches the policy's
@@ -179,7 +181,9 @@ def table(rows: list[dict[str, Any]], total: dict[str, Any]) -> str:
 def selected_commits(args: argparse.Namespace, policy: Policy) -> list[Commit]:
     commits = [c for c in first_parent_commits(args.repo, args.branch, args.since)
                if changes_validation(args.repo, c, policy)]
-    return commits[-args.limit:] if args.limit else commits
+    commits = commits[-args.limit:] if args.limit else commits
+    # Newest first: a run stopped early has covered the history a pull request is judged against today.
+    return commits[::-1] if args.newest_first else commits
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -189,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--since", default="2026-08-01", help="first commit date (git's --since)")
     parser.add_argument("--limit", type=int, default=0, help="only the newest N such commits")
     parser.add_argument("--branch", default="main")
+    parser.add_argument("--newest-first", action="store_true", help="check the newest commit first")
     parser.add_argument("--policy", type=Path, default=POLICY)
     parser.add_argument("--cache-dir", type=Path, help="shared by every check (default: a temp dir)")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds for one check")

@@ -18,7 +18,7 @@ from actions_runner import ROOT, Runner, load_action
 from fakegithub.plugin import fake_github, fake_github_factory, github_app_key  # noqa: F401 (fixtures)
 
 from app.analysis.model import Finding
-from app.analysis.workflow import annotation, command, escape_data, escape_property
+from app.analysis.workflow_commands import annotation, command, escape_data, escape_property
 from app.cli import build_parser
 from app.localgithub import FakeGitHub
 

@@ -12,10 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from probes import run_probe_program
 
 from app.analysis.matrix import ScriptReport, build_matrix
 from app.analysis.policy import Policy, parse_policy
 from app.sandbox.runner import SandboxRun, SandboxSpec, run_harness
+
+HARNESS = Path(__file__).resolve().parents[1] / "app" / "sandbox" / "harness"
 
 POLICY = {
     "validation": {"paths": ["pretrain.py"], "entry": "arguments:parse_args"},
@@ -175,3 +178,22 @@ def test_a_launch_lost_to_the_sandbox_is_reported(shell_run: ShellRun) -> None:
     assert message["reason"] == "bash: line 1: /root/logs/run.log: No such file or directory"
     matrix = build_matrix(shell_policy(), {0: [ScriptReport.from_message(message)]}, "/repo")
     assert [f.reason for f in matrix.partial] == ["partial capture: " + message["reason"]]
+
+
+def test_a_slow_shell_is_waited_for_in_real_time_not_on_the_virtual_clock(tmp_path: Path) -> None:
+    # Found on THUDM/slime: tests/test_qwen3_0.6B_parallel_check.py runs a dozen shell strings; on a loaded
+    # machine Popen.wait(timeout=...) polled with the virtual time.sleep, spun, and ended the script as
+    # "waits forever" after a varying number of launches. Here one virtual second is the whole bound.
+    program = textwrap.dedent(f"""
+        import json, sys, tempfile
+        sys.path.insert(0, {str(HARNESS)!r})
+        import intercept_shell, vclock
+        tools = intercept_shell.prepare_tools(["python3"])
+        settings = intercept_shell.ShellSettings(tools, tempfile.mkdtemp(), ["python3"], 30.0)
+        vclock.install(bound_seconds=1.0)
+        out = intercept_shell.run_shell(
+            settings, "i=0; while (( i < 300000 )); do ((i++)); done; echo $i", None, None)
+        print(json.dumps({{"out": out.decode().strip(), "slept": vclock.slept(),
+                           "problems": settings.problems}}))
+    """)
+    assert run_probe_program(tmp_path, program) == {"out": "300000", "slept": 0.0, "problems": []}

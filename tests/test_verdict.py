@@ -305,6 +305,16 @@ def test_a_removed_flag_is_a_warning_when_unknown_flags_are_ignored() -> None:
     assert kinds(judge(matrix(group), base, head, DIFF, policy)) == [("removed_flag", "warning")]
 
 
+def test_a_flag_another_head_parser_still_defines_is_not_removed() -> None:
+    # slime: `--sglang-config` is defined by its own SGLang parser (parse_known_args) at both revisions and
+    # tolerated at both by the stand-in for Megatron's parser, which is fed every word.
+    group = suites(1)
+    both = {"known_flags": ("--sglang-config",), "tolerated_flags": ("--sglang-config",)}
+    findings = judge(matrix(group), results(group, ACCEPTED, **both), results(group, ACCEPTED, **both), DIFF,
+                     POLICY)
+    assert kinds(findings) == []
+
+
 def test_one_removed_flag_finding_per_flag() -> None:
     group = suites(1)
     base = results(group, ACCEPTED, known_flags=("--a", "--b"))

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.analysis.model import CaptureFailure, Matrix, Suite
-from app.analysis.policy import Policy, RecordLaunches, StaticSuites
+from app.analysis.policy import Policy, Recording, StaticSuites
 
 RUNTIME_ENV_OPTION = "--runtime-env-json"
 PARTIAL = "partial capture: "  # reason prefix of a script that yielded suites and then failed
@@ -37,7 +37,7 @@ class ScriptReport:
                    ended=message.get("ended") is True)
 
 
-def suites_from_launches(script: str, launches: Sequence[Mapping[str, Any]], source: RecordLaunches,
+def suites_from_launches(script: str, launches: Sequence[Mapping[str, Any]], source: Recording,
                          repo_mount: str) -> list[Suite]:
     """One suite per launch of the source's entry, in launch order; ids `script`, `script#2`, ..."""
     entry_pattern = re.compile(source.entry)
@@ -54,7 +54,7 @@ def suites_from_launches(script: str, launches: Sequence[Mapping[str, Any]], sou
     return suites
 
 
-def _suite_env(before_entry: list[str], launch: Mapping[str, Any], source: RecordLaunches) -> dict[str, str]:
+def _suite_env(before_entry: list[str], launch: Mapping[str, Any], source: Recording) -> dict[str, str]:
     env: dict[str, str] = {}
     if "exported" in source.env_from:
         exported = {str(k): str(v) for k, v in (launch.get("env") or {}).items()}
@@ -94,7 +94,8 @@ def _repo_relative(word: str, cwd: str, repo_mount: str) -> str:
 
 
 def build_matrix(policy: Policy, reports: Mapping[int, Sequence[ScriptReport]], repo_mount: str) -> Matrix:
-    """The matrix of all sources: `reports` holds each record_launches source's script reports by index."""
+    """The matrix of all sources: `reports` holds the script reports of each source that runs scripts
+    (record_launches, workflow_rows: one report per row) by index."""
     suites: list[Suite] = []
     kinds: dict[str, list[CaptureFailure]] = {"failed": [], "no_entry": [], "partial": []}
     disabled: list[str] = []
@@ -122,7 +123,7 @@ def build_matrix(policy: Policy, reports: Mapping[int, Sequence[ScriptReport]], 
 
 
 def script_kind(report: ScriptReport, found: list[Suite],
-                source: RecordLaunches) -> tuple[str, CaptureFailure | None]:
+                source: Recording) -> tuple[str, CaptureFailure | None]:
     """"captured" | "partial" | "no_entry" | "failed", with the note that says why (None: ran clean).
 
     A script that ran to its end without launching the entry is a CI script of another kind (pytest, a
@@ -138,7 +139,7 @@ def script_kind(report: ScriptReport, found: list[Suite],
     return "failed", CaptureFailure(report.script, report.reason or "no launch recorded")
 
 
-def _launched(report: ScriptReport, source: RecordLaunches) -> str:
+def _launched(report: ScriptReport, source: Recording) -> str:
     commands = list(dict.fromkeys(_command_name(launch) for launch in report.launches))
     if not commands:
         return "ran to its end and launched nothing"

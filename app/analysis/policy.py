@@ -115,12 +115,9 @@ class Registration(_Strict):
     _function = field_validator("function")(_check_target)
 
 
-class RecordLaunches(_Strict):
-    """Run each CI script as CI does, with process launches intercepted and recorded."""
+class Recording(_Strict):
+    """How a CI script's launches are recorded: shared by the sources that run scripts."""
 
-    kind: Literal["record_launches"] = Field(description="Source kind.")
-    scripts: list[str] = Field(description="Repo-relative globs of the CI scripts ('**' spans directories).")
-    exclude: list[str] = Field(default_factory=list, description="Globs of scripts to leave out.")
     command: list[str] = Field(["python3", "{script}"], description="How CI invokes one script, from the "
                                "repository root; '{script}' is its path.")
     entry: str = Field(description="Regex on a launched command's words: the first word it matches is the "
@@ -133,6 +130,33 @@ class RecordLaunches(_Strict):
     env_keep: list[str] = Field(default_factory=list, description="Exported variables kept in the suite "
                                 "environment (with env_from: exported); empty keeps all.")
     registration: Registration | None = Field(None, description="How scripts register with CI, if they do.")
+
+
+class RecordLaunches(Recording):
+    """Run each CI script as CI does, with process launches intercepted and recorded."""
+
+    kind: Literal["record_launches"] = Field(description="Source kind.")
+    scripts: list[str] = Field(description="Repo-relative globs of the CI scripts ('**' spans directories).")
+    exclude: list[str] = Field(default_factory=list, description="Globs of scripts to leave out.")
+
+
+class WorkflowRows(Recording):
+    """The rows of GitHub workflow matrices, each run as its CI script with the row's arguments and env."""
+
+    kind: Literal["workflow_rows"] = Field(description="Source kind.")
+    workflows: list[str] = Field(description="Repo-relative globs of the workflow files "
+                                 "('.github/workflows/pr-test.yml').")
+    jobs: list[str] = Field(default_factory=list, description="Job ids whose matrix rows are suites; "
+                            "empty: every job with a matrix.")
+    exclude_jobs: list[str] = Field(default_factory=list, description="Job ids left out.")
+    script: str = Field(description="The matrix field that names a row's CI script, as a dotted path "
+                                    "('info.test_file' for `matrix.info.test_file`).")
+    script_dir: str = Field("", description="Directory put before the script's path unless the path "
+                            "already starts with it ('tests').")
+    args: str | None = Field(None, description="The matrix field holding extra words after the script "
+                             "('info.test_args'), split on whitespace.")
+    env: dict[str, str] = Field(default_factory=dict, description="Variables the CI runner itself has, "
+                                "beneath the workflow's and the job's `env:`.")
 
 
 class StaticSuite(_Strict):
@@ -148,7 +172,7 @@ class StaticSuites(_Strict):
     suites: list[StaticSuite] = Field(description="The suites.")
 
 
-MatrixSource = Annotated[RecordLaunches | StaticSuites, Field(discriminator="kind")]
+MatrixSource = Annotated[RecordLaunches | WorkflowRows | StaticSuites, Field(discriminator="kind")]
 
 
 class Matrix(_Strict):

@@ -55,7 +55,7 @@ class Capture:
         self.policy = job["policy"]
         self.harness = self.policy.get("harness") or {}
         self.source = self.policy["matrix"]["sources"][job["source"]]
-        self.scripts: list[str] = list(job["scripts"])
+        self.items = [capture_item(item) for item in job["scripts"]]
         self.workers = int(job.get("workers") or 1)
         self.seconds = float((self.harness.get("limits") or {}).get("suite_seconds", 60))
         self.launchers: list[str] = list(self.source.get("launchers") or [])
@@ -64,16 +64,15 @@ class Capture:
         self.sandbox_env = dict(os.environ)
 
     def run(self) -> None:
-        tasks = [(script, tempfile.mkdtemp(prefix="prtriage-records-", dir="/tmp"))
-                 for script in self.scripts]
+        tasks = [(item, tempfile.mkdtemp(prefix="prtriage-records-", dir="/tmp")) for item in self.items]
         done = 0
 
-        def finished(task: tuple[str, str], message: dict[str, Any]) -> None:
+        def finished(task: tuple[dict[str, Any], str], message: dict[str, Any]) -> None:
             nonlocal done
             common.send(message)
             shutil.rmtree(task[1], ignore_errors=True)  # without a sandbox, /tmp is the host's
             done += 1
-            common.progress(done, len(tasks), task[0])
+            common.progress(done, len(tasks), task[0]["id"])
 
         common.progress(0, len(tasks), "capturing CI scripts")
         try:
@@ -83,9 +82,9 @@ class Capture:
         finally:
             shutil.rmtree(self.tools, ignore_errors=True)
 
-    def capture_one(self, task: tuple[str, str]) -> dict[str, Any]:
+    def capture_one(self, task: tuple[dict[str, Any], str]) -> dict[str, Any]:
         """Runs in the forked child: the script's message."""
-        script, records = task
+        item, records = task
         settings = intercept_shell.ShellSettings(self.tools, records, self.launchers,
                                                  min(MAX_SHELL_SECONDS, self.seconds / 2))
         fsfakes.fresh_overlay()  # what another script wrote under /root/ is not this script's CI host
@@ -93,13 +92,15 @@ class Capture:
         intercept_net.install()
         vclock.install()
         registration: dict[str, Any] = {}
-        outcome = self.run_script(script, registration)
-        return self.message(script, records, outcome, registration, settings.problems)
+        os.environ.update(item["env"])  # a workflow row's job env: this child's alone
+        outcome = self.run_script(item, registration)
+        return self.message(item["id"], records, outcome, registration, settings.problems)
 
-    def run_script(self, script: str, registration: dict[str, Any]) -> tuple[str, str | None]:
+    def run_script(self, item: dict[str, Any], registration: dict[str, Any]) -> tuple[str, str | None]:
         """("ended", None) | ("disabled", why) | ("failed", reason), with the script run as `__main__`."""
+        script = item["script"]
         path = os.path.join(self.repo, script)
-        sys.argv = script_argv(self.source.get("command") or ["python3", "{script}"], script)
+        sys.argv = script_argv(self.source.get("command") or ["python3", "{script}"], script) + item["args"]
         # As `python3 <script>` with PYTHONPATH=<repo>: the script's directory first, then the root.
         sys.path[:] = [os.path.dirname(path), self.repo, *(p for p in sys.path if p != HARNESS_DIR)]
         for name in HARNESS_MODULES:
@@ -167,10 +168,19 @@ class Capture:
             launch["env"] = {k: v for k, v in launch["env"].items() if self.sandbox_env.get(k) != v}
         return launches
 
-    def lost_child(self, task: tuple[str, str], reason: str) -> dict[str, Any]:
+    def lost_child(self, task: tuple[dict[str, Any], str], reason: str) -> dict[str, Any]:
         """The message for a child that died or was killed: what its bash recorded still counts."""
-        script, records = task
-        return script_message(self.repo, script, "failed", reason, self.launches(records), {})
+        item, records = task
+        return script_message(self.repo, item["id"], "failed", reason, self.launches(records), {})
+
+
+def capture_item(item: Any) -> dict[str, Any]:
+    """A job's script as {id, script, args, env}: a path alone is a script run without extra words."""
+    if isinstance(item, str):
+        return {"id": item, "script": item, "args": [], "env": {}}
+    return {"id": str(item["id"]), "script": str(item["script"]),
+            "args": [str(word) for word in item.get("args") or ()],
+            "env": {str(k): str(v) for k, v in (item.get("env") or {}).items()}}
 
 
 def script_message(repo: str, script: str, state: str, reason: str | None, launches: list[dict[str, Any]],

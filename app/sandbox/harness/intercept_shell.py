@@ -15,6 +15,7 @@ import signal
 import stat
 import subprocess
 import tempfile
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -29,6 +30,11 @@ _LAUNCHER_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
 _OWN_VARIABLES = frozenset({"BASH_ENV", "SHLVL", "PWD", "OLDPWD", "_"})
 
 _RealPopen = subprocess.Popen
+# Bound before vclock makes time.sleep virtual: Popen.wait(timeout=...) polls with time.sleep, which under the
+# virtual clock returns at once and advances it, so a slow real bash spun the CPU and ended its script as
+# "waits forever" after a few loaded seconds.
+_real_sleep, _real_monotonic = time.sleep, time.monotonic
+SHELL_POLL_SECONDS = 0.01
 
 
 class ShellSettings:
@@ -82,15 +88,25 @@ def run_shell(settings: ShellSettings, command: str, env: Mapping[Any, Any] | No
         shell = _RealPopen([settings.bash, "--noprofile", "--norc", "-c", command], stdin=subprocess.DEVNULL,
                            stdout=output, stderr=errors, env=environment, cwd=workdir, start_new_session=True)
         try:
-            shell.wait(timeout=settings.seconds)
-        except subprocess.TimeoutExpired:
-            settings.problems.append(f"a shell command ran over {settings.seconds:g}s and was stopped")
+            if not _wait_real_time(shell, settings.seconds):
+                settings.problems.append(f"a shell command ran over {settings.seconds:g}s and was stopped")
         finally:
             _kill_session(shell)
         if shell.returncode != -signal.SIGKILL:
             _note_errors(settings, shell.returncode, errors)
         output.seek(0)
         return output.read(MAX_OUTPUT_BYTES)
+
+
+def _wait_real_time(shell: subprocess.Popen[bytes], seconds: float) -> bool:
+    """Wait up to `seconds` of real time for the shell, whatever the script did to the clock; False: over."""
+    deadline = _real_monotonic() + seconds
+    while shell.poll() is None:
+        remaining = deadline - _real_monotonic()
+        if remaining <= 0:
+            return False
+        _real_sleep(min(SHELL_POLL_SECONDS, remaining))
+    return True
 
 
 def _note_errors(settings: ShellSettings, status: int, errors: Any) -> None:

@@ -1,0 +1,296 @@
+"""Suites listed in GitHub workflow matrices: each row of a job's `strategy.matrix` as a CI script to run,
+with the row's arguments and the job's environment.
+
+A workflow file is a pull request's content: it arrives as bounded text, is read with `yaml.safe_load`, its
+matrices are expanded only up to a bound, and the only expressions evaluated are the `||` default form
+`${{ matrix.a.b || 'default' }}` over matrix fields and literals. Anything else (`github.*`, `secrets.*`,
+comparisons, functions) is not evaluated: a variable whose value needs it is left out. Pure: no file, no
+process.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from app.analysis.policy import WorkflowRows
+
+MAX_WORKFLOW_BYTES = 1_000_000
+MAX_ROWS_PER_JOB = 256  # GitHub's own limit of jobs one matrix may generate
+# Values once YAML aliases are expanded: a few hundred bytes of nested anchors make a "billion laughs".
+MAX_VALUES = 200_000
+_EXPRESSION = re.compile(r"\$\{\{(.*?)\}\}", re.S)
+_OPERAND = re.compile(r"""\s*(?:'((?:[^']|'')*)'|(matrix(?:\.[A-Za-z_][\w-]*)+)|(-?\d+(?:\.\d+)?)"""
+                      r"""|(true|false|null))\s*\Z""")
+_UNKNOWN = object()  # an operand this evaluator does not compute
+
+
+class WorkflowError(Exception):
+    """A workflow file that cannot be read as a mapping of jobs."""
+
+
+@dataclass(frozen=True)
+class WorkflowRow:
+    """One matrix row: the CI script it runs, the words after it, its environment, where it was found."""
+
+    script: str
+    args: tuple[str, ...]
+    env: Mapping[str, str]
+    job: str
+
+    def key(self) -> tuple[str, tuple[str, ...], tuple[tuple[str, str], ...]]:
+        return self.script, self.args, tuple(sorted(self.env.items()))
+
+
+@dataclass
+class WorkflowListing:
+    """The rows of one workflow, the jobs left out with why, and variables left out of the env."""
+
+    rows: list[WorkflowRow] = field(default_factory=list)
+    disabled: list[str] = field(default_factory=list)  # "<workflow>:<job>" whose `if:` is literally false
+    notes: list[str] = field(default_factory=list)
+
+
+def rows_from_workflow(text: str, path: str, source: WorkflowRows) -> WorkflowListing:
+    """The matrix rows of the jobs `source` selects in one workflow file. Raises WorkflowError."""
+    if len(text.encode()) > MAX_WORKFLOW_BYTES:
+        raise WorkflowError(f"{path}: larger than {MAX_WORKFLOW_BYTES} bytes")
+    try:
+        workflow = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise WorkflowError(f"{path}: not valid YAML: {exc}") from None
+    except RecursionError:
+        raise WorkflowError(f"{path}: nested too deeply") from None
+    if not _within_bound(workflow):
+        raise WorkflowError(f"{path}: more than {MAX_VALUES} values once its aliases are expanded")
+    jobs = workflow.get("jobs") if isinstance(workflow, dict) else None
+    if not isinstance(jobs, dict):
+        raise WorkflowError(f"{path}: no `jobs` mapping")
+    listing = WorkflowListing()
+    workflow_env = _mapping(workflow.get("env"))
+    for name, job in jobs.items():
+        if not isinstance(job, dict) or not _selected(str(name), source):
+            continue
+        _list_job(listing, f"{path}:{name}", job, workflow_env, source)
+    return listing
+
+
+def _within_bound(document: Any) -> bool:
+    """Whether walking the document, aliases expanded, visits at most MAX_VALUES values (a cycle never is)."""
+    stack, visited = [document], 0
+    while stack:
+        value = stack.pop()
+        visited += 1
+        if visited > MAX_VALUES:
+            return False
+        if isinstance(value, dict):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return True
+
+
+def _selected(job: str, source: WorkflowRows) -> bool:
+    return (not source.jobs or job in source.jobs) and job not in source.exclude_jobs
+
+
+def _list_job(listing: WorkflowListing, where: str, job: dict[str, Any], workflow_env: dict[str, Any],
+              source: WorkflowRows) -> None:
+    strategy = job.get("strategy")
+    matrix = strategy.get("matrix") if isinstance(strategy, dict) else None
+    if matrix is None:
+        return
+    if _literally_false(job.get("if")):
+        listing.disabled.append(where)
+        return
+    combinations = expand_matrix(matrix)
+    if combinations is None:
+        listing.notes.append(f"{where}: matrix is not a list of rows (an expression, or more than "
+                             f"{MAX_ROWS_PER_JOB} rows): left out")
+        return
+    env_template = {**workflow_env, **_mapping(job.get("env"))}
+    unknown: dict[str, None] = {}  # ordered set
+    for combination in combinations:
+        script = evaluate_field(combination, source.script)
+        if not isinstance(script, str) or not script:
+            listing.notes.append(f"{where}: a row without `{source.script}`: left out")
+            continue
+        args = evaluate_field(combination, source.args) if source.args else None
+        env, left_out = row_env(env_template, combination, source.env)
+        unknown.update(dict.fromkeys(left_out))
+        listing.rows.append(WorkflowRow(script=script_path(script, source.script_dir),
+                                        args=tuple(_text(args).split()) if args is not None else (),
+                                        env=env, job=where))
+    if unknown:
+        listing.notes.append(f"{where}: env {', '.join(unknown)} not evaluated (more than "
+                             "`matrix.x || 'default'`): left out")
+
+
+def _literally_false(condition: Any) -> bool:
+    if condition is False:
+        return True
+    return isinstance(condition, str) and condition.strip() in ("false", "${{ false }}")
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return {str(k): v for k, v in value.items()} if isinstance(value, dict) else {}
+
+
+def script_path(script: str, script_dir: str) -> str:
+    """The repo-relative script: `script_dir/` first unless the path already starts there (as CI does)."""
+    directory = script_dir.strip("/")
+    if not directory or script.startswith(directory + "/"):
+        return script
+    return f"{directory}/{script}"
+
+
+def expand_matrix(matrix: Any) -> list[dict[str, Any]] | None:
+    """The combinations GitHub runs for a `strategy.matrix` (product, minus `exclude`, with `include`);
+    None for a matrix computed by an expression or larger than the bound."""
+    if not isinstance(matrix, dict):
+        return None
+    axes = {str(k): v for k, v in matrix.items() if k not in ("include", "exclude")}
+    if any(not isinstance(values, list) for values in axes.values()):
+        return None
+    size = 1
+    for values in axes.values():
+        size *= len(values)
+    if size > MAX_ROWS_PER_JOB:
+        return None
+    combinations = [dict(zip(axes, values, strict=True)) for values in itertools.product(*axes.values())] \
+        if axes else []
+    excluded = [e for e in matrix.get("exclude") or () if isinstance(e, dict)]
+    combinations = [c for c in combinations if not any(_matches(c, e) for e in excluded)]
+    if axes and not combinations:
+        return []
+    combinations = _include(combinations, [i for i in matrix.get("include") or () if isinstance(i, dict)],
+                            set(axes))
+    return combinations if len(combinations) <= MAX_ROWS_PER_JOB else None
+
+
+def _matches(combination: dict[str, Any], partial: dict[str, Any]) -> bool:
+    for key, wanted in partial.items():
+        value = combination.get(key)
+        if isinstance(wanted, dict) and isinstance(value, dict):
+            if not _matches(value, wanted):
+                return False
+        elif value != wanted:
+            return False
+    return True
+
+
+def _include(combinations: list[dict[str, Any]], includes: list[dict[str, Any]],
+             axes: set[str]) -> list[dict[str, Any]]:
+    """GitHub's rule: an include joins every combination whose original values it does not overwrite;
+    one that joins none is a combination of its own."""
+    result = [dict(c) for c in combinations]
+    for include in includes:
+        joined = False
+        for original, combination in zip(combinations, result, strict=True):
+            if all(original.get(k) == v for k, v in include.items() if k in axes):
+                combination.update(include)
+                joined = True
+        if not joined:
+            result.append(dict(include))
+    return result
+
+
+def evaluate_field(combination: dict[str, Any], dotted: str) -> Any:
+    """The value at `a.b` in a combination (`matrix.a.b`); None when absent."""
+    value: Any = combination
+    for part in dotted.split("."):
+        if not isinstance(value, dict):
+            return None
+        value = value.get(part)
+    return value
+
+
+def row_env(template: dict[str, Any], combination: dict[str, Any],
+            runner_env: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
+    """The row's environment: the runner's, then each variable of `template` evaluated for the row. One
+    that needs more than the `||` form keeps the runner's value, which the policy gives for it (what it is
+    on a pull request), or is left out and named."""
+    env = dict(runner_env)
+    unknown: list[str] = []
+    for name, value in template.items():
+        rendered = render(value, combination)
+        if rendered is not None:
+            env[name] = rendered
+        elif name not in runner_env:
+            unknown.append(name)
+    return env, unknown
+
+
+def render(value: Any, combination: dict[str, Any]) -> str | None:
+    """A workflow value with its `${{ }}` expressions evaluated for one row; None when one cannot be."""
+    if not isinstance(value, str):
+        return _text(value)
+    pieces: list[str] = []
+    position = 0
+    for match in _EXPRESSION.finditer(value):
+        result = evaluate(match.group(1), combination)
+        if result is _UNKNOWN:
+            return None
+        pieces += [value[position:match.start()], _text(result)]
+        position = match.end()
+    return "".join(pieces) + value[position:]
+
+
+def evaluate(expression: str, combination: dict[str, Any]) -> Any:
+    """`a || b || ...` over matrix fields and literals: the first truthy operand, else the last."""
+    operands = list(_split_or(expression))
+    result: Any = _UNKNOWN
+    for operand in operands:
+        result = _operand(operand, combination)
+        if result is _UNKNOWN or _truthy(result):
+            return result
+    return result
+
+
+def _split_or(expression: str) -> Iterator[str]:
+    """Top-level `||` operands, quotes respected ('' is a quote inside a literal)."""
+    start, quoted, i = 0, False, 0
+    while i < len(expression):
+        if expression[i] == "'":
+            quoted = not quoted
+        elif not quoted and expression.startswith("||", i):
+            yield expression[start:i]
+            start, i = i + 2, i + 1
+        i += 1
+    yield expression[start:]
+
+
+def _operand(text: str, combination: dict[str, Any]) -> Any:
+    match = _OPERAND.match(text)
+    if match is None:
+        return _UNKNOWN
+    literal, field_path, number, keyword = match.groups()
+    if literal is not None:
+        return literal.replace("''", "'")
+    if field_path is not None:
+        return evaluate_field(combination, field_path.split(".", 1)[1])
+    if number is not None:
+        return float(number) if "." in number else int(number)
+    return {"true": True, "false": False, "null": None}[keyword]
+
+
+def _truthy(value: Any) -> bool:
+    return value not in (None, False, 0, "")
+
+
+def _text(value: Any) -> str:
+    """A value as GitHub puts it in a string: null empty, booleans lower case, containers as JSON."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (dict, list)):
+        return json.dumps(value)
+    return str(value)
