@@ -23,12 +23,13 @@ from pathlib import Path
 
 import httpx
 
+from app.bundled import bundled
 from app.config import ConfigError, Settings, StartupError
 from app.localgithub import FakeGitHub, make_app_key
 from app.localgithub.deliveries import delivery_headers, encode, packaged, pull_request_payload
 from app.localgithub.state import FakeCheckRun
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "incident"
+EXAMPLE = bundled("examples") / "incident"
 REPO = "example/incident"
 NUMBER = 1
 TITLE = "Forbid LoRA with --offload-train and --disable-weights-backuper"
@@ -77,8 +78,8 @@ def changed_files(base: dict[str, bytes], head: dict[str, bytes]) -> list[dict[s
 
 def example_directory() -> Path:
     if not (EXAMPLE / "base").is_dir() or not (EXAMPLE / "head").is_dir():
-        raise ConfigError(f"the bundled example is not installed ({EXAMPLE}): run the demo from a checkout "
-                          "of prtriage (pip install -e .)")
+        raise ConfigError(f"the bundled example is missing ({EXAMPLE}): reinstall prtriage "
+                          "(pip install --force-reinstall prtriage)")
     return EXAMPLE
 
 

@@ -17,8 +17,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from app.analysis.model import Severity
+from app.bundled import bundled
 
-POLICIES_DIR = Path(__file__).resolve().parents[2] / "policies"
+POLICIES_DIR = bundled("policies")
 
 
 class PolicyError(Exception):
