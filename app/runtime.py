@@ -4,6 +4,7 @@ is a clear error (exit 2 or 3) and not a crash on the first webhook."""
 
 from __future__ import annotations
 
+import errno
 import gc
 import hashlib
 import hmac
@@ -23,6 +24,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
 from app import dashboard
+from app.analysis.explain import describe
 from app.cli import quiet_libraries
 from app.config import ConfigError, Settings, StartupError
 from app.github import GitHubApp
@@ -42,9 +44,16 @@ def load_settings(**overrides: Any) -> Settings:
     try:
         return Settings(**{name: value for name, value in overrides.items() if value is not None})
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(part) for part in error['loc']) or 'settings'}: {error['msg']}"
-                             for error in exc.errors())
+        problems = "; ".join(f"{_variable(error['loc'])}: {describe(error)}" for error in exc.errors())
         raise ConfigError(problems) from None
+
+
+def _variable(loc: tuple[int | str, ...]) -> str:
+    """The environment variable a setting's error is about (a field's name when it came as an override)."""
+    if not loc:
+        return "settings"
+    field = Settings.model_fields.get(str(loc[0]))
+    return field.alias if field is not None and field.alias else str(loc[0])
 
 
 def database_label(settings: Settings) -> str:
@@ -97,11 +106,37 @@ def settle_memory() -> None:
     gc.freeze()
 
 
+def listen(host: str, port: int) -> socket.socket:
+    """A socket bound to HOST:PORT now (port 0: any free one), before anything is announced: a host that is
+    not this machine's is a bad setting (exit 2), a taken port a clear start-up error (exit 3)."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                                             flags=socket.AI_PASSIVE)[0]
+    except socket.gaierror as exc:
+        raise ConfigError(f"PRTRIAGE_HOST/--host: cannot listen on {host!r}: {exc.strerror}") from None
+    listener = socket.socket(family, kind, proto)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind(address)
+    except OSError as exc:
+        listener.close()
+        if exc.errno == errno.EADDRNOTAVAIL:
+            raise ConfigError(f"PRTRIAGE_HOST/--host: {host} is not an address of this machine") from None
+        raise StartupError(f"port {port} on {host}: {exc.strerror}; choose another with --port") from None
+    return listener
+
+
 def serve(settings: Settings, *, listener: socket.socket | None = None) -> int:
     """Serve until SIGTERM/SIGINT; on LISTENER when given (a socket bound already, e.g. to port 0), else on
     the settings' host and port."""
     _log_levels(settings)
     services = prepare(settings)
+    if listener is None:
+        try:
+            listener = listen(settings.host, settings.port)
+        except (ConfigError, StartupError):
+            services.close()
+            raise
     app = create_app(settings, services=services, workers=settings.workers)
     base = f"http://{settings.host if ':' not in settings.host else f'[{settings.host}]'}:{settings.port}/"
     print(f"prtriage: {dashboard.startup_notice(settings, base)}", flush=True)
@@ -116,7 +151,7 @@ def serve(settings: Settings, *, listener: socket.socket | None = None) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: None)
     try:
-        uvicorn.Server(config).run(sockets=[listener] if listener is not None else None)
+        uvicorn.Server(config).run(sockets=[listener])
     finally:
         services.close()
     return 0
