@@ -146,3 +146,25 @@ def test_policy_errors_in_plain_words(text: str, says: str) -> None:
     with pytest.raises(PolicyError) as raised:
         parse_policy(text, "policy.yml")
     assert str(raised.value).startswith(f"policy.yml: {says}"), str(raised.value)
+
+
+def test_nothing_found_by_the_default_policy_says_how_to_write_one(tmp_path: Path) -> None:
+    """The example keeps its CI script under ci/, where the default policy does not look."""
+    done = subprocess.run([sys.executable, "-m", "app.cli", "check", "--base-tree", str(EXAMPLE / "base"),
+                           "--head-tree", str(EXAMPLE / "head"), "--cache-dir", str(tmp_path / "cache")],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False,
+                          env=clean_environment(tmp_path, {}))
+    assert done.returncode == 3, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "no CI suite captured at head (0 CI scripts match tests/**/test_*.py)" in done.stderr
+    assert "the default policy (" in done.stderr and "policies/default.yml)" in done.stderr
+    assert "in **/arguments.py, **/args.py, train.py" in done.stderr
+    assert f"prtriage doctor --tree {EXAMPLE / 'base'} --policy FILE" in done.stderr
+    own = tmp_path / "own.yml"
+    own.write_text((ROOT / "policies" / "default.yml").read_text().replace("tests/**/test_*.py", "none/*.py"))
+    done = subprocess.run([sys.executable, "-m", "app.cli", "check", "--base-tree", str(EXAMPLE / "base"),
+                           "--head-tree", str(EXAMPLE / "head"), "--policy", str(own)],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False,
+                          env=clean_environment(tmp_path, {}))
+    assert done.returncode == 3 and "match none/*.py" in done.stderr
+    assert "the default policy" not in done.stderr  # a policy of its own: no advice about the default
