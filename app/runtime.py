@@ -84,9 +84,23 @@ def ensure_schema(settings: Settings) -> None:
                           "`prtriage db upgrade`")
 
 
+def warn_if_key_exposed(settings: Settings) -> None:
+    """A key file other users may read lets them act as the App on every installation: say so (the service
+    still starts: the operator may have reasons, such as a group of its own)."""
+    path = settings.github_private_key_path
+    try:
+        mode = path.stat().st_mode & 0o777 if path is not None else 0
+    except OSError:
+        return  # unreadable: require_app has said so already
+    if mode & 0o077:
+        log.warning("GITHUB_PRIVATE_KEY_PATH %s has mode %04o: other users of this machine can read the "
+                    "App's key; make it readable by the service's user alone (chmod 0600)", path, mode)
+
+
 def prepare(settings: Settings) -> Services:
     """Everything a process that runs jobs needs, checked now: App id, key (it must sign), secret, schema."""
     settings.require_app()
+    warn_if_key_exposed(settings)
     services = Services.from_settings(settings, github_app=GitHubApp.from_settings(settings))
     ensure_schema(settings)
     make_huey(settings)  # an unusable QUEUE_URL is a start-up error too
