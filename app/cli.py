@@ -422,22 +422,19 @@ def default_policy_hint(policy: Policy, args: argparse.Namespace) -> str:
     default = builtin_policy()
     if policy != load_policy(default):
         return ""
-    [source, *_] = policy.matrix.sources
-    scripts = ", ".join(source.scripts) if isinstance(source, RecordLaunches) else "?"
-    entry = source.entry if isinstance(source, RecordLaunches) else "?"
-    if args.command is doctor_command:  # doctor is where it says to go: the hint ends with the policy
-        return (f"\n  This repository has no policy of its own ({REPO_POLICY}) and none is built in: the "
-                f"default policy ({default}) looks for CI scripts matching {scripts} that launch a script "
-                f"matching {entry}. Write the repository's own policy (every key: docs/policy.md) and "
-                "pass it with --policy FILE.")
-    where = f"--repo {args.repo} --rev {args.base}" if args.repo is not None else f"--tree {args.base_tree}"
-    return (f"\n  This repository has no policy of its own ({REPO_POLICY} at the base) and none is built in: "
-            f"the default policy ({default}) looks for CI scripts matching {scripts} that launch a script "
-            f"matching {entry}, and for validation code in {', '.join(policy.validation.paths)} (entry "
-            f"{policy.validation.entry})."
+    launching = [(", ".join(source.scripts), source.entry) for source in policy.matrix.sources
+                 if isinstance(source, RecordLaunches)]
+    looks_for = "; ".join(f"CI scripts matching {scripts} that launch a script matching {entry}"
+                          for scripts, entry in launching)
+    hint = (f"\n  This repository has no policy of its own ({REPO_POLICY} at the base) and none is built in: "
+            f"the default policy ({default}) looks for {looks_for}, and for validation code in "
+            f"{', '.join(policy.validation.paths)} (entry {policy.validation.entry})."
             f"\n  Write the repository's own policy in {REPO_POLICY}: copy the default policy and adapt it "
-            "(every key: docs/policy.md), then pass it with --policy FILE and run"
-            f"\n  `prtriage doctor {where} --policy FILE` until it says the revision is healthy.")
+            "(every key: docs/policy.md), then pass it with --policy FILE")
+    if args.command is doctor_command:  # already where the hint would send them
+        return hint + "."
+    where = f"--repo {args.repo} --rev {args.base}" if args.repo is not None else f"--tree {args.base_tree}"
+    return f"{hint} and run\n  `prtriage doctor {where} --policy FILE` until it says the revision is healthy."
 
 
 def cache_directory(explicit: Path | None) -> Path:
