@@ -14,6 +14,11 @@ from pathlib import Path
 
 def bundled(name: str) -> Path:
     """The directory NAME (`policies`, `migrations` or `examples`) of the installed package."""
-    # Installed from a wheel or editable, the package is a directory on disk: Alembic and the demo need
-    # real paths, not a Traversable.
-    return Path(str(resources.files(__package__ or __name__) / name))
+    return package_file(__name__, name)
+
+
+def package_file(package: str, name: str) -> Path:
+    """NAME in PACKAGE's data (`package_file("app.dashboard", "templates")`), through importlib.resources."""
+    # Installed from a wheel or editable, the package is a directory on disk: Alembic, Jinja2, bubblewrap's
+    # bind mounts need real paths, not a Traversable.
+    return Path(str(resources.files(package) / name))
