@@ -33,9 +33,11 @@ from app.analysis.policy import (
     parse_policy,
 )
 from app.analysis.render import render
+from app.analysis.workflow import append_step_summary, render_github
+from app.analysis.workflow import command as workflow_command
 from app.cachedir import DEFAULT_MAX_SIZE, parse_size, prune
 from app.capture import capture_matrix
-from app.config import ConfigError, StartupError
+from app.config import ConfigError, StartupError, UsageError
 from app.engine import SANDBOX_HINT, AnalysisError, NothingCaptured, require_sandbox, run_check, run_doctor
 from app.gitrepo import GitError, cached_tree, github_slug
 from app.sandbox.runner import SandboxUnavailable
@@ -44,10 +46,6 @@ EXIT_OK, EXIT_BLOCKING, EXIT_USAGE, EXIT_CANNOT_RUN = 0, 1, 2, 3
 EXIT_STATUS_HELP = ("exit status: 0 no blocking finding, 1 blocking findings, 2 bad usage or invalid policy, "
                     "3 the analysis could not run or could not see (its health)")
 REPO_POLICY = ".github/pr-triage.yml"
-
-
-class UsageError(Exception):
-    """Options that do not go together; exit status 2."""
 
 
 class Parser(argparse.ArgumentParser):
@@ -89,24 +87,26 @@ def main(argv: list[str] | None = None) -> int:
         command: Callable[[argparse.Namespace], int] = args.command
         return command(args)
     except (UsageError, PolicyError, ConfigError) as exc:
-        print(f"prtriage: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return fail(args, f"error: {exc}", EXIT_USAGE)
     except StartupError as exc:
-        print(f"prtriage: cannot start: {exc}", file=sys.stderr)
-        return EXIT_CANNOT_RUN
+        return fail(args, f"cannot start: {exc}", EXIT_CANNOT_RUN)
     except SandboxUnavailable as exc:
-        print(f"prtriage: cannot analyse: no sandbox: {exc}; {SANDBOX_HINT}", file=sys.stderr)
-        return EXIT_CANNOT_RUN
+        return fail(args, f"cannot analyse: no sandbox: {exc}; {SANDBOX_HINT}", EXIT_CANNOT_RUN)
     except (AnalysisError, GitError, OSError) as exc:
-        print(f"prtriage: cannot analyse: {exc}", file=sys.stderr)
-        return EXIT_CANNOT_RUN
+        return fail(args, f"cannot analyse: {exc}", EXIT_CANNOT_RUN)
     except KeyboardInterrupt:
-        print("prtriage: interrupted", file=sys.stderr)
-        return EXIT_CANNOT_RUN
+        return fail(args, "interrupted", EXIT_CANNOT_RUN)
     except Exception as exc:  # a bug must not exit 1, which would read as "blocking findings"
         traceback.print_exc()
-        print(f"prtriage: cannot analyse: internal error: {exc!r}", file=sys.stderr)
-        return EXIT_CANNOT_RUN
+        return fail(args, f"cannot analyse: internal error: {exc!r}", EXIT_CANNOT_RUN)
+
+
+def fail(args: argparse.Namespace, message: str, status: int) -> int:
+    """MESSAGE on stderr, and as an error annotation too when the output is for GitHub Actions."""
+    print(f"prtriage: {message}", file=sys.stderr)
+    if getattr(args, "format", None) == "github":
+        print(workflow_command("error", message, title="prtriage"))
+    return status
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -117,6 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_check(commands)
     _add_matrix(commands)
     _add_doctor(commands)
+    _add_pre_push(commands)
+    _add_followups(commands)
     _add_service(commands)
     return parser
 
@@ -152,9 +154,25 @@ def _add_check(commands: argparse._SubParsersAction[Parser]) -> None:
     check.add_argument("--head", metavar="REV", help="head revision (with --repo)")
     check.add_argument("--base-tree", type=Path, metavar="DIR", help="base tree (without --repo)")
     check.add_argument("--head-tree", type=Path, metavar="DIR", help="head tree (without --repo)")
-    check.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    check.add_argument("--format", choices=("text", "json", "markdown", "github"), default="text",
+                       help="github: GitHub Actions workflow commands (an annotation per finding), and the "
+                            "markdown report appended to $GITHUB_STEP_SUMMARY when it is set")
     _common_options(check)
     check.set_defaults(command=check_command)
+
+
+def _add_pre_push(commands: argparse._SubParsersAction[Parser]) -> None:
+    hook = commands.add_parser(
+        "pre-push", help="check the commits about to be pushed (the hook of .pre-commit-hooks.yaml)",
+        description="`check` of the git repository in the current directory from the merge base of the "
+                    "pushed head with the branch pushed to, to that head: PRE_COMMIT_FROM_REF and "
+                    "PRE_COMMIT_TO_REF "
+                    "as pre-commit sets them, else the upstream of the current branch (else origin/HEAD) and "
+                    "HEAD. Nothing to check (a deleted branch, a head already there): exit 0.",
+        epilog=EXIT_STATUS_HELP)
+    hook.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    _common_options(hook)
+    hook.set_defaults(command=pre_push_command, repo=Path("."), base_tree=None, head_tree=None)
 
 
 def _add_matrix(commands: argparse._SubParsersAction[Parser]) -> None:
@@ -174,6 +192,28 @@ def _add_doctor(commands: argparse._SubParsersAction[Parser]) -> None:
         epilog="exit status: 0 healthy, 2 bad usage or invalid policy, 3 could not analyse")
     _one_revision_options(doctor)
     doctor.set_defaults(command=doctor_command)
+
+
+def _add_followups(commands: argparse._SubParsersAction[Parser]) -> None:
+    followups = commands.add_parser(
+        "followups", help="the prerequisites and promised follow-ups of a pull request",
+        description="The references of a pull request: from its event payload (title and body; default "
+                    "$GITHUB_EVENT_PATH) and from the commits and the lines its diff adds between --base and "
+                    "--head of --repo (read from git objects; with an event, --base and --head default to "
+                    "its shas). States come from the API when GITHUB_TOKEN is set (GITHUB_API_URL "
+                    "respected), else they are unknown.",
+        epilog="exit status: 0 nothing that blocks, 1 an unmerged prerequisite (at the policy's "
+               "followups.prerequisite_unmerged level: blocking by default), 2 bad usage, 3 could not run "
+               "(git failed, or GITHUB_TOKEN is set and the API did not answer)")
+    followups.add_argument("--repo", type=Path, metavar="PATH", help="git repository (never checked out)")
+    followups.add_argument("--base", metavar="REV", help="base revision (with --repo)")
+    followups.add_argument("--head", metavar="REV", help="head revision (with --repo)")
+    followups.add_argument("--event", type=Path, metavar="FILE",
+                           help="pull_request event JSON (default: $GITHUB_EVENT_PATH when set)")
+    followups.add_argument("--format", choices=("text", "json", "github"), default="text",
+                           help="github: workflow commands (an annotation a finding, on its line) and the "
+                           "references appended to $GITHUB_STEP_SUMMARY")
+    followups.set_defaults(command=followups_command)
 
 
 def _one_revision_options(parser: argparse.ArgumentParser) -> None:
@@ -266,6 +306,12 @@ def demo_command(args: argparse.Namespace) -> int:
     return demo.run(port, once=args.once, say=say)
 
 
+def followups_command(args: argparse.Namespace) -> int:
+    from app import followups_cli  # the GitHub client: only when asked for
+
+    return followups_cli.run(args)
+
+
 def worker_command(args: argparse.Namespace) -> int:
     from app import runtime
 
@@ -300,6 +346,19 @@ def replay_command(args: argparse.Namespace) -> int:
     return EXIT_OK if 200 <= answer.status < 300 else EXIT_CANNOT_RUN
 
 
+def pre_push_command(args: argparse.Namespace) -> int:
+    from app.prepush import pushed_range
+
+    pushed = pushed_range(args.repo, os.environ)
+    if pushed is None:
+        print("prtriage: nothing to check in this push", file=sys.stderr)
+        return EXIT_OK
+    print(f"prtriage: checking {pushed.head[:12]} against its merge base {pushed.base[:12]} with "
+          f"{pushed.against}", file=sys.stderr)
+    args.base, args.head = pushed.base, pushed.head
+    return check_command(args)
+
+
 def check_command(args: argparse.Namespace) -> int:
     cache_dir = cache_directory(args.cache_dir)
     base, head = check_revisions(args, cache_dir)
@@ -310,7 +369,11 @@ def check_command(args: argparse.Namespace) -> int:
                            progress=progress_printer(args.progress), repository=repository_of(args))
     except NothingCaptured as exc:
         raise NothingCaptured(f"{exc}{default_policy_hint(policy, args)}") from None
-    sys.stdout.write(render(report, args.format))
+    if args.format == "github":
+        sys.stdout.write(render_github(report))
+        append_step_summary(render(report, "markdown"))
+    else:
+        sys.stdout.write(render(report, args.format))
     if not report.could_analyse:  # blind: never 0, and not 1 either, whatever the findings say
         return EXIT_CANNOT_RUN
     return EXIT_BLOCKING if report.blocking else EXIT_OK

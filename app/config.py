@@ -23,6 +23,10 @@ class ConfigError(Exception):
     """A setting that is missing or wrong; the message names the variable."""
 
 
+class UsageError(Exception):
+    """Command-line options or inputs that do not go together; exit status 2."""
+
+
 class StartupError(Exception):
     """Something the service needs is not there (an unreachable database…); the message names it."""
 

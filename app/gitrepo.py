@@ -112,6 +112,49 @@ def _stream_archive(scratch: Path, sha: str, dest: Path, env: dict[str, str]) ->
             raise GitError(f"git archive {sha}: refused: {refusal}")
 
 
+MAX_DIFF_BYTES = 64 * 2**20  # of `git diff` read; what is beyond is not looked at (diffrefs bounds the rest)
+MAX_COMMITS = 250  # as many as GitHub lists for one pull request
+# Whatever the user's configuration says: the new side's path as `b/...`, no colour, no external program
+DIFF_OPTIONS = ["--no-ext-diff", "--no-textconv", "--no-color", "--no-relative", "--src-prefix=a/",
+                "--dst-prefix=b/", "--unified=3"]
+
+
+def diff_of(repo: Path, base: str, head: str, *, limit: int = MAX_DIFF_BYTES) -> str:
+    """The unified diff a pull request of HEAD into BASE shows (from their merge base, `BASE...HEAD`),
+    read from objects only; cut after LIMIT bytes."""
+    command = ["git", "diff", *DIFF_OPTIONS, f"{base}...{head}", "--"]
+    with tempfile.TemporaryFile() as errors:
+        process = subprocess.Popen(command, cwd=repo, env={**os.environ, **HERMETIC}, stdout=subprocess.PIPE,
+                                   stderr=errors)
+        assert process.stdout is not None
+        data = process.stdout.read(limit)
+        cut = bool(process.stdout.read(1))
+        if cut:
+            process.kill()
+        process.stdout.close()
+        status = process.wait()
+        if status != 0 and not cut:
+            errors.seek(0)
+            raise GitError(f"git diff {base}...{head} failed: "
+                           f"{errors.read().decode('utf-8', 'replace').strip() or f'status {status}'}")
+    return data.decode("utf-8", "replace")
+
+
+def commit_messages(repo: Path, base: str, head: str) -> list[str]:
+    """The messages of the commits HEAD has and BASE has not, oldest first (at most MAX_COMMITS)."""
+    log = _git(["log", "--reverse", f"--max-count={MAX_COMMITS}", "--format=%B%x00", f"{base}..{head}", "--"],
+               cwd=repo, env={**os.environ, **HERMETIC})
+    return [message.strip() for message in log.split("\0") if message.strip()]
+
+
+def file_at(repo: Path, rev: str, path: str) -> str | None:
+    """The text of PATH at REV, None when REV has no file there."""
+    try:
+        return _git(["cat-file", "blob", f"{rev}:{path}"], cwd=repo, env={**os.environ, **HERMETIC})
+    except GitError:
+        return None
+
+
 def github_slug(repo: Path) -> tuple[str, str] | None:
     """(owner, name) of the GitHub repository `origin` points at, if it does."""
     try:
@@ -120,3 +163,21 @@ def github_slug(repo: Path) -> tuple[str, str] | None:
         return None
     match = re.search(r"github\.com[:/]([\w.-]+)/([\w.-]+?)(?:\.git)?/?$", url)
     return (match.group(1), match.group(2)) if match else None
+
+
+def merge_base(repo: Path, one: str, other: str) -> str | None:
+    """The best common ancestor of two revisions; None when they share no history."""
+    try:
+        return _git(["merge-base", "--end-of-options", one, other], cwd=repo)
+    except GitError:
+        return None
+
+
+def full_ref_name(repo: Path, rev: str) -> str | None:
+    """`refs/remotes/origin/main` for `@{upstream}` (REV itself when it has no name); None when REV names no
+    commit."""
+    try:
+        _git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}"], cwd=repo)
+    except GitError:
+        return None
+    return _git(["rev-parse", "--symbolic-full-name", rev], cwd=repo) or rev

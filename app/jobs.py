@@ -43,6 +43,9 @@ POLL_MAX_DELAY = 0.5  # SQLite queue: the longest a waiting job waits for an idl
 # run inside a 3 s burst of 2,000 deliveries: p99 79-98 ms; 6 s: 40-48 ms). Under a longer flood a job still
 # runs every 6 s: jobs are delayed, never starved.
 YIELD_STEP, YIELD_LONGEST = 0.02, 6.0
+# The sweep reads every waiting message to find those a dead worker took (recovery.py): a few ms per
+# thousand; beyond this backlog it relies on QUEUED_GRACE alone.
+WAITING_SCAN_LIMIT = 50_000
 CACHE_PRUNE_SECONDS = 3600  # between prunes of the cache; it grows by a few trees an hour
 
 
@@ -182,11 +185,27 @@ def prune_cache(settings: Settings) -> cachedir.PruneReport:
 
 def requeue_lost(services: Services, queue: Queue) -> None:
     """Queue again, at the head of the queue, the work of workers that died (recovery.py)."""
-    lost = recovery.find_lost(services)
+    lost = recovery.find_lost(services, waiting=waiting_messages(queue))
     for guid in lost.deliveries:
         enqueue_first(queue.huey, queue.deliver.s(guid))
     for run_id in lost.runs:
         enqueue_first(queue.huey, queue.triage.s(run_id))
+
+
+def waiting_messages(queue: Queue, *, limit: int = WAITING_SCAN_LIMIT) -> recovery.Waiting | None:
+    """The deliveries and runs whose messages wait in the queue or its schedule; None when it cannot be
+    read or holds more than LIMIT messages (the sweep then falls back to QUEUED_GRACE)."""
+    huey = queue.huey
+    try:
+        if huey.pending_count() + huey.scheduled_count() > limit:
+            return None
+        tasks = [*huey.pending(), *huey.scheduled()]
+    except Exception:
+        log.warning("sweep: could not read the queue", exc_info=True)
+        return None
+    deliveries = frozenset(str(task.args[0]) for task in tasks if task.name == queue.deliver.name)
+    runs = frozenset(int(task.args[0]) for task in tasks if task.name == queue.triage.name)
+    return recovery.Waiting(deliveries, runs)
 
 
 def enqueue_first(huey: Huey, task: Task) -> None:

@@ -56,14 +56,16 @@ def create_app(settings: Settings, *, services: Services | None = None, queue: Q
             if consumer is not None:  # let the jobs in hand finish
                 await run_in_threadpool(stop_consumer, consumer)
 
-    app = FastAPI(title="prtriage", summary="PR risk triage: a GitHub App", lifespan=lifespan)
+    # /docs is the dashboard's own page (app/dashboard/apidocs.py): FastAPI's loads Swagger UI from a CDN
+    app = FastAPI(title="prtriage", summary="PR risk triage: a GitHub App", lifespan=lifespan, docs_url=None,
+                  redoc_url=None)
     app.state.services = services
     app.state.queue = queue
     app.state.intake = intake
     app.state.intake_writer = writer
     app.include_router(intake_router)
     app.include_router(operations)
-    app.include_router(dashboard.router)
+    dashboard.attach(app)
     return app
 
 

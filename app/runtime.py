@@ -19,18 +19,23 @@ from typing import Any
 
 import httpx
 import uvicorn
+from fastapi.concurrency import run_in_threadpool
 from pydantic import ValidationError
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
+from starlette.types import ASGIApp
 
 from app import dashboard
 from app.analysis.explain import describe
 from app.cli import quiet_libraries
 from app.config import ConfigError, Settings, StartupError
 from app.github import GitHubApp
+from app.github.manifest import web_url
 from app.jobs import make_huey, make_queue, start_consumer, stop_consumer
 from app.main import create_app
+from app.registration import unregistered, with_registration
 from app.services import Services
+from app.setupmode import Switch, create_setup_app
 from app.store.migrate import current_revision, head_revision, upgrade
 from app.webhooks import ROUTER
 from app.webhooks.intake import Answer, Intake
@@ -39,10 +44,12 @@ log = logging.getLogger(__name__)
 
 
 def load_settings(**overrides: Any) -> Settings:
-    """The settings from the environment; a bad value is a ConfigError naming the variable, never its value
+    """The settings from the environment (the App from the data directory when the environment names none,
+    app/registration.py); a bad value is a ConfigError naming the variable, never its value
     (it may be a secret)."""
     try:
-        return Settings(**{name: value for name, value in overrides.items() if value is not None})
+        return with_registration(Settings(**{name: value for name, value in overrides.items()
+                                             if value is not None}))
     except ValidationError as exc:
         problems = "; ".join(f"{_variable(error['loc'])}: {describe(error)}" for error in exc.errors())
         raise ConfigError(problems) from None
@@ -99,6 +106,10 @@ def warn_if_key_exposed(settings: Settings) -> None:
 
 def prepare(settings: Settings) -> Services:
     """Everything a process that runs jobs needs, checked now: App id, key (it must sign), secret, schema."""
+    if unregistered(settings):
+        raise ConfigError("no GitHub App: set GITHUB_APP_ID, GITHUB_PRIVATE_KEY_PATH and "
+                          "GITHUB_WEBHOOK_SECRET, or register one with `prtriage serve` (setup mode) in "
+                          f"PRTRIAGE_DATA_DIR {settings.data_dir}")
     settings.require_app()
     warn_if_key_exposed(settings)
     services = Services.from_settings(settings, github_app=GitHubApp.from_settings(settings))
@@ -142,33 +153,58 @@ def listen(host: str, port: int) -> socket.socket:
 
 def serve(settings: Settings, *, listener: socket.socket | None = None) -> int:
     """Serve until SIGTERM/SIGINT; on LISTENER when given (a socket bound already, e.g. to port 0), else on
-    the settings' host and port."""
+    the settings' host and port. Without any App (environment or data directory): setup mode first."""
     _log_levels(settings)
-    services = prepare(settings)
-    if listener is None:
-        try:
-            listener = listen(settings.host, settings.port)
-        except (ConfigError, StartupError):
-            services.close()
-            raise
-    app = create_app(settings, services=services, workers=settings.workers)
+    settings = with_registration(settings)
+    # bound before anything is announced: a bad host or a taken port is the one thing said
+    bound = listener if listener is not None else listen(settings.host, settings.port)
     base = f"http://{settings.host if ':' not in settings.host else f'[{settings.host}]'}:{settings.port}/"
+    running: list[Services] = []  # the service's, once it runs (at once, or after the registration)
+    try:
+        if unregistered(settings):
+            app: ASGIApp = _setup_mode(settings, base, running)
+        else:
+            running.append(prepare(settings))
+            app = create_app(settings, services=running[0], workers=settings.workers)
+            _announce(settings, base)
+        config = uvicorn.Config(app, host=settings.host, port=settings.port, lifespan="on",
+                                log_level=settings.log_level.lower(), timeout_graceful_shutdown=None,
+                                access_log=settings.log_level == "DEBUG")
+        settle_memory()
+        # uvicorn stops gracefully on SIGTERM/SIGINT, then raises the signal again for the previous handler:
+        # make that a no-op, so a requested stop exits 0 and not by the signal
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, lambda *_: None)
+        uvicorn.Server(config).run(sockets=[bound])
+    finally:
+        for services in running:
+            services.close()
+        if listener is None:
+            bound.close()
+    return 0
+
+
+def _announce(settings: Settings, base: str) -> None:
     print(f"prtriage: {dashboard.startup_notice(settings, base)}", flush=True)
     print(f"prtriage: webhooks {base}webhooks/github; database {database_label(settings)}; queue "
           f"{queue_label(settings)}; {settings.workers} worker thread(s); stop with Ctrl-C or SIGTERM "
           "(jobs in hand finish first)", flush=True)
-    config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level=settings.log_level.lower(),
-                            access_log=settings.log_level == "DEBUG", timeout_graceful_shutdown=None)
-    settle_memory()
-    # uvicorn stops gracefully on SIGTERM/SIGINT, then raises the signal again for the previous handler:
-    # make that a no-op, so a requested stop exits 0 and not by the signal
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: None)
-    try:
-        uvicorn.Server(config).run(sockets=[listener])
-    finally:
-        services.close()
-    return 0
+
+
+def _setup_mode(settings: Settings, base: str, running: list[Services]) -> Switch:
+    """The setup app, replaced by the service's own once GitHub handed over the new App."""
+    async def start_service(registered: Settings) -> None:
+        services = await run_in_threadpool(prepare, registered)
+        running.append(services)
+        await switch.replace(create_app(registered, services=services, workers=registered.workers))
+        print("prtriage: the GitHub App is registered and stored in the data directory; serving it",
+              flush=True)
+        _announce(registered, base)
+
+    switch = Switch(create_setup_app(settings, start_service))
+    print(f"prtriage: setup mode: no GitHub App is configured; open {base}setup to register one on "
+          f"{web_url(settings.github_api_url)} (the App is then stored in {settings.data_dir})", flush=True)
+    return switch
 
 
 def work(settings: Settings) -> int:

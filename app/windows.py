@@ -7,17 +7,19 @@ retried job repeats no question's side effects and changes nothing twice (every 
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from sqlalchemy.orm import Session
 
+from app.analysis.diffrefs import diff_texts, patch_lines
 from app.analysis.followup_findings import Resolution, awaited, risk_sentence, trim
 from app.analysis.followups import TextReference, find_references
-from app.analysis.references import pull_texts, target_of
+from app.analysis.references import Text, pull_texts, target_of
 from app.github.client import GitHubClient
-from app.github.models import PullInfo
+from app.github.models import ChangedFile, PullInfo
 from app.github.references import (
     CACHE,
     RESOLVED_KINDS,
@@ -58,14 +60,22 @@ class MergeOutcome:
 
 def read_references(client: GitHubClient, owner: str, repo: str, pull: PullInfo, *,
                     api_url: str) -> list[TextReference]:
-    """The PR's classified references: title, body, commit messages and its author's comments; reverted
-    commits replaced by the PR that brought them in."""
+    """The PR's classified references: title, body, commit messages, its author's comments and the lines
+    its diff adds (a `TODO(#N)`); reverted commits replaced by the PR that brought them in."""
     commits = client.list_commits(owner, repo, pull.number)
     comments = client.list_issue_comments(owner, repo, pull.number)
     texts = pull_texts(title=pull.title, body=pull.body, commits=[commit.message for commit in commits],
                        comments=[(comment.author, comment.body) for comment in comments], author=pull.author)
+    texts += pull_diff_texts(client.list_changed_files(owner, repo, pull.number))
     found = find_references(texts, owner=owner, repo=repo, number=pull.number, web_hosts=[web_host(api_url)])
     return with_commits_resolved(client, found, number=pull.number)
+
+
+def pull_diff_texts(files: Iterable[ChangedFile]) -> list[Text]:
+    """The prose of the lines the PR's files add, from the patches GitHub lists (none for a binary or
+    very large file: its promises go unread)."""
+    return diff_texts(itertools.chain.from_iterable(
+        patch_lines(changed.filename, changed.patch) for changed in files if changed.patch))
 
 
 def resolve_merge(client: GitHubClient, owner: str, repo: str, pull: PullInfo, *, api_url: str,

@@ -159,9 +159,9 @@ def seed(engine: Engine, *, windows: int, runs: int) -> dict[str, int]:
 
 def build_app(url: str, data_dir: Path) -> FastAPI:
     settings = Settings(DATABASE_URL=url, DASHBOARD_TOKEN=TOKEN, PRTRIAGE_DATA_DIR=str(data_dir))
-    app = FastAPI()
+    app = FastAPI(docs_url=None, redoc_url=None)
     app.state.services = Services.from_settings(settings)
-    app.include_router(dashboard.router)
+    dashboard.attach(app)
     return app
 
 

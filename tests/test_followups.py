@@ -54,6 +54,16 @@ PHRASINGS: list[tuple[str, dict[str, str]]] = [
     ("Dependencies: #15", {"#15": "prerequisite"}),
     ("Waiting on #15.", {"#15": "prerequisite"}),
     ("#15 is required for this to work.", {"#15": "prerequisite"}),
+    ("The export smoke test stays red until #812 lands.", {"#812": "prerequisite"}),
+    ("Until other-org/tool#88 merges, pin the fork.", {"other-org/tool#88": "prerequisite"}),
+    ("Drop the shim once octo/gadgets#40 is released.", {"octo/gadgets#40": "prerequisite"}),
+    ("Requires upstream fix: https://github.com/acme/lib/pull/77", {"acme/lib#77": "prerequisite"}),
+    ("Needs Acme PR #77 to work at all.", {"#77": "prerequisite"}),
+    ("Need https://github.com/acme/lib/pull/77 and a newer driver.", {"acme/lib#77": "prerequisite"}),
+    ("It depends on Acme (https://github.com/acme/lib/pull/77).", {"acme/lib#77": "prerequisite"}),
+    ("**DO NOT MERGE** until acme/lib #77 is in the nightly.", {"#77": "prerequisite"}),
+    ("Blocking dependency: acme/lib #77 must be **merged** first.", {"#77": "prerequisite"}),
+    ("https://github.com/octo/widgets/pull/77: re-enable the test once it lands.", {"#77": "prerequisite"}),
     # promised follow-ups
     ("A follow-up PR #2204 would add a fail-fast at the real failure point instead.", {"#2204": "followup"}),
     ("Follow-up #2204 will add the fail-fast.", {"#2204": "followup"}),
@@ -74,12 +84,35 @@ PHRASINGS: list[tuple[str, dict[str, str]]] = [
     ("A follow-up will add the fail-fast at the real failure point instead (#2204).", {"#2204": "followup"}),
     ("Reverting #12 since it broke CI; the proper fix will land in #13.",
      {"#12": "revert", "#13": "followup"}),
+    ("Skip the flaky export test, pending #455.", {"#455": "followup"}),
+    ("Proper fix in #455.", {"#455": "followup"}),
+    ('@pytest.mark.skip(reason="hangs on the CPU runner; fix in #455")', {"#455": "followup"}),
+    ("TODO: remove the retry after #455", {"#455": "followup"}),
+    ("TODO(@me): drop the shim (see issue #455)", {"#455": "followup"}),
+    ("The slow start is being addressed here: https://github.com/octo/widgets/issues/455",
+     {"#455": "followup"}),
+    ("Not released yet, see #455 for tracking.", {"#455": "followup"}),
+    ("To track the progress of the port, see the umbrella issue (#455).", {"#455": "followup"}),
+    ("Opened #455 to track the hang.", {"#455": "followup"}),
+    ("The leak is tracked at **octo/gadgets#455**.", {"octo/gadgets#455": "followup"}),
+    ("Cache eviction tracking issue: [`octo/widgets#455`](https://github.com/octo/widgets/issues/455).",
+     {"#455": "followup"}),
     # reverts
     ('Revert "Reject --disable-weights-backuper with colocate (#2190)"', {"#2190": "revert"}),
     ('Revert "Add the assert" (#2190)', {"#2190": "revert"}),
     ("Reverts octo/widgets#2190", {"#2190": "revert"}),
     ("This reverts commit 3f2a9c1d0b7e.", {"commit 3f2a9c1d0b7e": "revert"}),
     ("Partially reverts #2190: the assert goes, the docs stay.", {"#2190": "revert"}),
+    ('Revert "Speed up the loader (#640)" to unbreak the nightly', {"#640": "revert"}),
+    ('ci: Revert "Cache the wheels (#640)" (#99)', {"#640": "revert"}),
+    ("[loader] Revert the lazy import change (#640) (#99)", {"#640": "revert"}),
+    ('(1/N) Revert "(2/3) Split the loader (#640)"', {"#640": "revert"}),
+    ("revert: cache the wheels (#640)", {"#640": "revert"}),
+    ('Revert "Widen the guard for releases (#640)" [re-land later]', {"#640": "revert"}),
+    ('Revert "Reject the flag with LoRA - #639 and add tests (#640)"', {"#639": "mention", "#640": "revert"}),
+    ('Revert "Load lazily. (#640)"', {"#640": "revert"}),
+    ('Revert "Parse "--fast" as a flag (#640)" (#99)', {"#640": "revert"}),
+    ("Revert the precompile changes (#640, #641) to fix CI", {"#640": "revert", "#641": "revert"}),
     # closing keywords
     ("Fixes #12", {"#12": "closes"}),
     ("closes: #12", {"#12": "closes"}),
@@ -115,12 +148,42 @@ PHRASINGS: list[tuple[str, dict[str, str]]] = [
     ("This doesn't need #12 first.", {"#12": "mention"}),
     ("Merge pull request #12 from alice/topic", {"#12": "mention"}),
     ("A follow-up to the discussion (#12) will come.", {"#12": "mention"}),
+    ("The loader requires Acme PR #77 or >= 3.1 at runtime.", {"#77": "mention"}),
+    ("After #77 landed, the loader got simpler.", {"#77": "mention"}),
+    ("The loader needs Acme PR #77 (abc123) or Acme >= 3.1.", {"#77": "mention"}),
+    ("We would rather use the upstream helper in acme/lib#77 when it lands.", {"acme/lib#77": "mention"}),
+    ("Works as is. (Need #77 for nicer logs.)", {"#77": "mention"}),
+    ("The old path will crash in #77 without the flag.", {"#77": "mention"}),
+    ("TODO: keep the retry due to the race in #455.", {"#455": "mention"}),
+    ("TODO: the retries stay because of a regression introduced by #455.", {"#455": "mention"}),
+    ("Regression guard for the fixes in #455.", {"#455": "mention"}),
+    ("A follow-up fix of #455, safe to land.", {"#455": "mention"}),
+    ("Tracked in https://github.com/octo/widgets/issues/455#issuecomment-12.", {"#455": "mention"}),
+    ("Pull Request resolved: https://github.com/octo/widgets/pull/455", {"#455": "mention"}),
+    ("Fixes issue #455", {"#455": "mention"}),  # GitHub closes on the keyword and the reference only
+    ("Thanks! You can now close #455.", {"#455": "closes"}),  # ... however it reads
 ]
 
 
 @pytest.mark.parametrize(("text", "expected"), PHRASINGS, ids=[text[:50] for text, _ in PHRASINGS])
 def test_phrasing(text: str, expected: dict[str, str]) -> None:
     assert kinds(text) == expected
+
+
+def test_a_stack_list_entries_below_this_pr_are_prerequisites() -> None:
+    ghstack = ("Stack from [ghstack](https://github.com/ezyang/ghstack) (oldest at\nbottom):\n"
+               "* #104\n* #103\n* __->__ #99\n* #101\n* #100\n\nLoad the shards lazily.")
+    assert kinds(ghstack, "commit") == {"#104": "mention", "#103": "mention", "#101": "prerequisite",
+                                        "#100": "prerequisite"}
+    stack_pr = "Stacked PRs:\n * #103\n * __->__#99\n * #101\n--- --- ---\n\nLoad lazily."
+    assert kinds(stack_pr) == {"#103": "mention", "#101": "prerequisite"}
+    unmarked = "Related:\n* #103\n* #101"
+    assert kinds(unmarked) == {"#103": "mention", "#101": "mention"}
+
+
+def test_a_github_alert_is_the_authors_own_words() -> None:
+    body = "> [!WARNING]\n> Do not merge until #77 lands.\n\n> depends on #78 (the reviewer's words)"
+    assert kinds(body) == {"#77": "prerequisite"}
 
 
 def test_the_table_is_large_and_has_both_sides() -> None:
@@ -164,6 +227,12 @@ def test_forms_of_a_reference_and_the_prs_own_number() -> None:
             "https://www.github.com/acme/tools/issues/7, "
             "<https://github.com/octo/widgets/pull/8>, #0, #99999999999, #99 and OCTO/widgets#99.")
     assert list(kinds(body)) == ["#1", "#2", "#3", "octo/gadgets#4", "#5", "#6", "acme/tools#7", "#8"]
+
+
+def test_the_text_of_a_link_to_a_reference_is_not_another_reference() -> None:
+    body = ("Built on [#6](https://github.com/acme/lib/pull/6)、[#7](https://github.com/acme/lib/pull/7) and "
+            "[PR #8](https://github.com/octo/widgets/pull/8); [#9] is a footnote.")
+    assert list(kinds(body)) == ["acme/lib#6", "acme/lib#7", "#8", "#9"]
 
 
 def test_enterprise_host_links_count_other_hosts_do_not() -> None:

@@ -34,7 +34,8 @@ CARRIED = ("app/bundled/migrations/env.py", "app/bundled/migrations/versions/000
            "app/bundled/examples/incident/base/arguments.py",
            "app/bundled/examples/incident/head/arguments.py",
            "app/dashboard/templates/base.html", "app/dashboard/static/dashboard.css",
-           "app/sandbox/harness/recbash.sh", "app/localgithub/webhooks/pull_request/opened.json")
+           "app/sandbox/harness/recbash.sh", "app/localgithub/webhooks/pull_request/opened.json",
+           "app/app.yml")
 
 
 @dataclass(frozen=True)

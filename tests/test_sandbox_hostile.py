@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from app.analysis.policy import Limits
+from app.sandbox.bwrap import LAUNCH_ENV
 from app.sandbox.runner import SandboxRun, SandboxSpec, run_harness, sandbox_problem
 
 PROBE = Path(__file__).resolve().parent / "sandbox_programs" / "probe.py"
@@ -98,6 +99,8 @@ def test_init_environ_holds_no_secret(repo: Path, program: str, monkeypatch: pyt
     run = hostile(repo, program, "read_init_environ", Limits(total_seconds=20))
     [report] = messages_of(run, "init")
     assert "s3cr3t-of-the-caller" not in report["environ"] and SECRET_NAME not in report["environ"]
+    # bubblewrap's own environment, nothing of the caller's (not even its working directory)
+    assert report["environ"].split("\0") == [f"{name}={value}" for name, value in LAUNCH_ENV.items()] + [""]
     assert run.ended is None
 
 

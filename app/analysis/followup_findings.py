@@ -7,6 +7,7 @@ is open, completed or not_planned; either can be not_found or no_access.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -56,7 +57,8 @@ class Resolution:
 
 def followup_findings(references: Iterable[TextReference], resolutions: Mapping[str, Resolution],
                       levels: Followups) -> list[Finding]:
-    """A finding for each prerequisite and promised follow-up that is not settled, at the policy's levels.
+    """A finding for each prerequisite and promised follow-up that is not settled, at the policy's levels;
+    one written in a line the PR adds is placed there (path and line), so the check annotates that line.
 
     RESOLUTIONS are keyed by `TextReference.target` (case does not matter); a reference not resolved yet
     gets no finding rather than a guess.
@@ -68,12 +70,19 @@ def followup_findings(references: Iterable[TextReference], resolutions: Mapping[
         if reference.kind not in ("prerequisite", "followup") or resolution is None or resolution.settled:
             continue
         if resolution.state in UNKNOWN:
-            findings.append(_unknown(reference, resolution))
+            finding = _unknown(reference, resolution)
         elif reference.kind == "prerequisite":
-            findings.append(_prerequisite(reference, resolution, levels))
+            finding = _prerequisite(reference, resolution, levels)
         else:
-            findings.append(_followup(reference, resolution, levels))
+            finding = _followup(reference, resolution, levels)
+        findings.append(_placed(finding, reference))
     return findings
+
+
+def _placed(finding: Finding, reference: TextReference) -> Finding:
+    if reference.path is None:
+        return finding
+    return dataclasses.replace(finding, path=reference.path, line=reference.line, in_diff=True)
 
 
 def _prerequisite(reference: TextReference, resolution: Resolution, levels: Followups) -> Finding:
@@ -127,7 +136,8 @@ def awaited(references: Iterable[TextReference], resolutions: Mapping[str, Resol
 
 def risk_sentence(references: Iterable[TextReference], *, limit: int = RISK_CHARS) -> str:
     """The risk of a window in one sentence of the PR: the first promised follow-up's (else the first
-    prerequisite's), with the sentence before it when it alone is terse; "" when there is neither."""
+    prerequisite's), with the sentence before it when it alone is terse, after its `path:line` when the
+    PR wrote it in a line it adds; "" when there is neither."""
     listed = list(references)
     chosen = next((r for r in listed if r.kind == "followup"), None) or next(
         (r for r in listed if r.kind == "prerequisite"), None)
@@ -136,7 +146,7 @@ def risk_sentence(references: Iterable[TextReference], *, limit: int = RISK_CHAR
     text = chosen.sentence
     if chosen.context and len(text.split()) < _TERSE_WORDS:
         text = f"{chosen.context} {text}"
-    return trim(text, limit)
+    return trim(f"{chosen.where}: {text}" if chosen.where else text, limit)
 
 
 def trim(text: str, limit: int) -> str:

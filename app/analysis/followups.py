@@ -13,6 +13,15 @@ Decisions the table in tests/test_followups.py pins down:
 - Closing keywords are read as GitHub reads them: the keyword, an optional colon, then the reference.
 - One reference per target: the strongest role found anywhere wins (revert, prerequisite, follow-up,
   closes, mention), with the first sentence that gave it.
+- Another change being done as a condition ("stays red until #N lands", "until other/repo#N merges, pin
+  the fork", "remove once #N is fixed") is a prerequisite; "after #N landed" is history, a mention.
+- A TODO naming a reference ("TODO(#N)", "TODO: drop after #N") is a follow-up, unless it cites its cause
+  ("due to #N", "as in #N"); so are pointers ("pending #N", "proper fix in #N", "see #N for tracking").
+- A stack list (ghstack, Sapling, stack-pr: one PR per item, this one marked `__->__`): the entries below
+  the marker are prerequisites, those above mentions.
+- A link to a comment (`#issuecomment-...`) cites what was said: never a prerequisite or a follow-up.
+
+Measured on labelled real histories: `scripts/eval_followups.py`, `benchmarks/followups/GUIDE.md`.
 """
 
 from __future__ import annotations
@@ -34,35 +43,66 @@ REF, OTHER = "\u27e6ref\u27e7", "\u27e6other\u27e7"  # ⟦ref⟧ ⟦other⟧: ca
 CUT = "\u27e6cut\u27e7 "  # starts a window that is not the sentence's start: no "^Revert" there
 WINDOW_BEFORE, WINDOW_AFTER = 300, 150  # characters of the sentence a reference is classified by
 
-_NOUN = r"(?:(?:the|this|that|my|our|a|an)\s+)?(?:(?:pr|pull\s+request|pull|issue|ticket|change|patch)s?\s+)?"
+# "the pytorch/pytorch PR #5": a repository before the number is written too
+_NOUN = (r"(?:(?:the|this|that|my|our|a|an)\s+)?(?:[\w.-]+/[\w.-]+\s+)?"
+         r"(?:(?:pr|pull\s+request|pull|issue|ticket|change|patch)s?\s+)?")
 _LIST = rf"(?:\[?{OTHER}\]?\s*(?:,|and|&|or|\+|/)?\s*)*"  # earlier members of "#1, #2 and #3"
-_T = rf"{_NOUN}{_LIST}[(\[]?\s*{REF}"  # the reference after its trigger phrase
+_LINK = r"(?:\[[^\]\n]{0,120}\]\(\s*)?"  # the text of a Markdown link whose URL is the reference
+_T = rf"{_NOUN}{_LIST}[(\[*_]{{0,3}}\s*{_LINK}{REF}"  # the reference after its trigger phrase
 _S = r"(?:\s*:\s*|\s+)"  # between the two: "Depends on #1", "Depends on: #1"
-_LANDS = (r"(?:lands|landed|has\s+landed|is\s+landed|merges|merged|is\s+merged|has\s+merged"
-          r"|has\s+been\s+merged|gets\s+merged|goes\s+in|is\s+in|is\s+released)")
+# Another change being done, to come: not "landed", "after #5 landed, ..." tells what happened.
+_LANDS = (r"(?:lands|has\s+landed|merges|has\s+merged|has\s+been\s+merged|goes\s+in|is\s+in"
+          r"|gets\s+(?:merged|landed|fixed|in)|is\s+(?:merged|landed|fixed|resolved|released|available|in|done))")
 _DONE = r"(?:\w+ed|done|made|taken|built|written|split|set|put|redone|rewritten|undone)"
 _LATER = r"(?:separate|later|future|subsequent|next|upcoming|second|dedicated)"
 _CHANGE = r"(?:pr|pull\s+request|change|patch|commit|issue)"
 
-_REVERT = (
-    rf"^\W*revert\b[^\"“]*[\"“][^\"”]*{REF}",  # inside the quoted title: Revert "Add X (#N)"
-    rf"^\W*revert\b[^\"“]*[\"“][^\"”]*[\"”]\s*\(?\s*{REF}",  # after it: Revert "Add X" (#N)
+_TAGS = r"(?:\[[^\]]{0,40}\]\s*|[\w-]{1,20}(?:\([^)]{0,40}\))?!?:\s*|\(\d+/\w+\)\s*)*"  # "[rl] ", "ci: "
+_REVERT = (  # GitHub's title first: Revert "<the reverted PR's title, ending in (#N)>", free words
+    # around; the quoted title may hold quotes of its own
+    rf"^\W*{_TAGS}revert\b[^\"“]{{0,40}}[\"“].{{0,300}}?\(\s*{_LIST}{REF}\s*\)\s*(?:[\"”]|$)",
+    rf"^\W*{_TAGS}revert\b[^\"“]*[\"“][^\"”]*[\"”]\s*\(?\s*{REF}",  # after it: Revert "Add X" (#N)
+    rf"^\W*{_TAGS}revert\b[^\"“.]{{0,150}}?\(\s*{_LIST}{REF}\s*[,)]",  # a free one: Revert the cache (#N)
+    rf"^\W*revert(?:\([^)]{{0,40}}\))?!?:\s*[^.]{{0,150}}?\(\s*{_LIST}{REF}\s*[,)]",  # "revert: add X (#N)"
     rf"\b(?:reverts?|reverting|(?:is|as)\s+an?\s+(?:partial\s+)?revert\s+of|rolls?\s+back|rolling\s+back"
     rf"|backs?\s+out|backing\s+out)\s+(?:commit\s+|the\s+changes\s+(?:of|from|in)\s+)?{_T}",
 )
+_CONDITION = (  # another change being done as a condition: looked at before TODOs and mentions
+    rf"\b(?:after|until|till|once|when)\s+{_T}\s*(?:\([^)]{{0,60}}\)\s*)?\)?\s*[*_]{{0,2}}{_LANDS}",
+    rf"{REF}\s*[:;,\u2013\u2014-]+\s*[^.;{REF[0]}]{{0,60}}?\b(?:after|until|once|when)\s+(?:that|it|this|they)\s+"
+    rf"{_LANDS}",  # "#5: re-enable once it lands"
+)
+# "will fail in #5" tells where something breaks, not where work is done
+_NOT_FAILURE = r"(?!(?:errors?|fail\w*|crash\w*|hang\w*|break\w*|issues?|problems?|bugs?)\b)"
+_NOT_CITING = (r"(?!\b(?:due\s+to|because\s+of|caused\s+by|as\s+in|like\s+in|introduced\s+(?:in|by)"
+               r"|triggered\s+by)\b)")  # a TODO explaining itself by a reference does not leave work to it
+_TODO_MARK = r"(?:^|[\s(\[*])@?(?:todo|fixme)\b\s*(?:\([^)]{0,40}\))?\s*:"  # "TODO:", "FIXME(@me):"
+_TODO = (  # a TODO naming the reference as its own leaves the work to it
+    rf"\b(?:todo|fixme)\s*[(:\[]?\s*{_LIST}{REF}",
+    rf"{_TODO_MARK}[^{REF[0]}]{{0,200}}?\(\s*see\s+{_NOUN}{REF}\s*\)",  # "TODO: drop X (see issue #5)"
+)
 _MENTION = (  # looked at before prerequisites and follow-ups: these name what came before
-    rf"\bfollow[-\s]?ups?\s+(?:to|of|on|for|from){_S}{_T}",
+    rf"\bfollow[-\s]?ups?\s+(?:(?:fix|pr|change|patch|commit|work)\s+)?(?:to|of|on|for|from){_S}{_T}",
+    rf"\bpull\s+request\s+resolved\s*:\s*{_T}",  # ghstack's and Phabricator's trailer: this PR itself
+    rf"\b(?:triggered|caused|introduced|broken|regressed)\s+(?:by|in)\b[^{REF[0]}.;]{{0,60}}?"
+    rf"{_LINK}{REF}",
     rf"\b(?:supersede[sd]?|replace[sd]?|obsoletes?|re-?lands?|re-?applies|backports?|backport\s+of"
     rf"|cherry[-\s]?pick(?:ed|s)?(?:\s+(?:of|from))?|split\s+(?:out\s+)?(?:from|of)){_S}{_T}",
     rf"\b(?:discuss(?:ed|ion)|mentioned|described|explained|reported|suggested|proposed|noted|shown|seen"
     rf"|asked)\b[^{REF[0]}]{{0,40}}?\b(?:in|at|on|by){_S}{_T}",
-    rf"\b(?:see|similar\s+to|like(?:\s+in)?|as\s+in|cf\.?|related(?:\s+to)?:?|refs?:?|context:?){_S}{_T}",
+    rf"\b(?:see|similar\s+to|like(?:\s+in)?|as\s+in|cf\.?|related(?:\s+to)?:?|refs?:?|context:?){_S}{_T}"
+    rf"(?![)\s]*for\s+(?:the\s+)?(?:tracking|progress|status)\b)",
 )
+# "#5 or >= 2.18", "#5 (abc123) or lib >= 2.18": what is installed, not what merges first
+_VERSION_ALTERNATIVE = r"(?!\s*\)?\s*(?:\([^)]{0,80}\)\s*)?or\s+(?:[\w.-]+\s+)?(?:>|newer|later|above|v?\d))"
 _PREREQUISITE = (
-    rf"\bdepend(?:s|ing|ent)?\s+(?:up)?on{_S}{_T}",
+    rf"\bdepend(?:s|ing|ent)?\s+(?:up)?on{_S}(?:(?-i:[A-Z][\w.-]*)\s+)?{_T}",  # "depends on TorchAO (#5)"
     rf"\bdependenc(?:y|ies)\s*(?::|-|\bis\b|\bare\b)\s*{_T}",
     rf"\bblocked\s+(?:by|on){_S}{_T}",
-    rf"\brequires?{_S}{_T}",
+    rf"\brequires?{_S}{_T}{_VERSION_ALTERNATIVE}",
+    rf"\b(?:requires?|needs?|needed)\s+(?:[\w.+-]+\s+){{0,2}}?(?:fix(?:es)?|changes?|prs?|patch(?:es)?"
+    rf"|pull\s+requests?)\s*:?\s*{_LIST}[(\[*_]{{0,3}}\s*{_LINK}{REF}{_VERSION_ALTERNATIVE}",
+    rf"(?:^|[:;]\s*)[^\w(]*needs?\b\s*:?\s*{_T}",  # "Need #12 and a newer driver"; not an aside "(Need #12)"
     rf"\bstacked\s+(?:on(?:\s+top\s+of)?|onto|upon|above){_S}{_T}",
     rf"\bon\s+top\s+of{_S}{_T}",
     rf"\bbuilds?\s+(?:up)?on{_S}{_T}",
@@ -70,12 +110,13 @@ _PREREQUISITE = (
     rf"\bneeds?{_S}{_T}\s*\)?\s+(?:first|merged|landed|in\s+first|to\s+(?:land|merge|be\s+merged|go\s+in))",
     rf"\b(?:after|until){_S}{_T}\s*\)?\s+{_LANDS}",
     rf"\b(?:merge|land|review|rebase)\s+(?:this\s+(?:pr\s+)?|it\s+)?(?:only\s+)?(?:after|once){_S}{_T}",
-    rf"\b(?:do\s+not|don't|cannot|can't)\s+(?:be\s+)?(?:merged?|land(?:ed)?)\s+(?:before|until|without)"
+    rf"\b(?:do\s+not|don't|cannot|can't)\s+(?:be\s+)?(?:merged?|land(?:ed)?)[*_]{{0,2}}\s+(?:before|until|without)"
     rf"{_S}{_T}",
     rf"\bwait(?:s|ing)?\s+(?:for|on){_S}{_T}",
     rf"\bprereq(?:uisite)?s?\b\s*(?::|-|\bis\b|\bare\b)?\s*{_T}",
     rf"{REF}\s*\)?\s+(?:is|are|must\s+be)\s+(?:required|needed|a\s+prerequisite)",
-    rf"{REF}\s*\)?\s+(?:must|has\s+to|needs\s+to)\s+(?:land|merge|be\s+merged|go\s+in)\s+(?:first|before)",
+    rf"{REF}\s*\)?\s+(?:must|has\s+to|needs\s+to)\s+(?:land|merge|be\s+[*_]{{0,2}}merged|go\s+in)\b[^.;]{{0,60}}?"
+    rf"\b(?:first|before)",
 )
 _FOLLOWUP = (
     rf"\bfollow[-\s]?ups?\b\s*(?:{_CHANGE}s?\b|work\b)?\s*(?::|-|,|\bis\b|\bin\b|\bat\b|\bas\b|\bvia\b"
@@ -84,15 +125,25 @@ _FOLLOWUP = (
     rf"\b{_LATER}\s+{_CHANGE}\s*[,:(-]*\s*{_LIST}{REF}",
     rf"\b(?:will|shall|is\s+going\s+to|are\s+going\s+to|to|is\s+being|are\s+being|gets?)\s+be\s+(?:\w+ly\s+)?"
     rf"{_DONE}(?:\s+(?:up|out|back|separately|later|properly|there))?\s+(?:in|by|via|with){_S}{_T}",
-    rf"(?:\bwill|'ll|\bshall|\bgoing\s+to|\bplan\s+to|\bintend\s+to)\s+(?:[\w'-]+\s+){{1,6}}?(?:in|via)"
+    rf"(?:\bwill|'ll|\bshall|\bgoing\s+to|\bplan\s+to|\bintend\s+to)\s+(?:{_NOT_FAILURE}[\w'-]+\s+){{1,6}}?(?:in|via)"
     rf"{_S}{_T}",
-    rf"\b(?:todo|fixme)\s*[(:\[]?\s*{_LIST}{REF}",
+    rf"\bpending\s+{_T}",  # "skipped, pending #12"
+    rf"\b(?:real|proper|actual|full|permanent|complete|long[-\s]term|better|upstream|separate)\s+fix\s+"
+    rf"(?:is\s+|will\s+be\s+|comes\s+|lands\s+)?(?:in|via)\s+{_T}",  # "proper fix in #12"
+    rf"(?:^|[;:(\u2013\u2014-]\s*)fix\s+(?:will\s+(?:be|come|land)\s+)?in\s+{_T}",  # "...; fix in #12"
+    rf"\bfix\s+will\s+(?:be|come|land)\s+(?:in|via)\s+{_T}",
+    rf"{_TODO_MARK}(?:{_NOT_CITING}[^{REF[0]}]){{0,200}}?{REF}",  # "TODO: remove after #12", not "due to #12"
+    rf"\bbeing\s+(?:addressed|worked\s+on|handled|fixed|tracked|investigated)\b\s*(?:here|upstream)?\s*:?\s*"
+    rf"(?:in|at|by|via|under)?\s*{_T}",
+    rf"\b(?:see|refer\s+to|follow)\s+{_T}[)\s]*for\s+(?:the\s+)?(?:tracking|progress|status)\b",
+    rf"\bto\s+track\s+(?:the\s+)?(?:progress|status|work)\b[^{REF[0]}.;]{{0,100}}?{REF}",
+    rf"{REF}\s*\)?\s+to\s+track\b",  # "opened #12 to track this"
     rf"\bpart\s+(?:[2-9]|\d{{2,}}|two|three|ii|iii)\b(?:\s+of\s+\w+)?\s*"
     rf"(?:(?:is|will\s+be|comes|lands|follows|goes)\s+)?(?:in|at|:|-|,)?\s*{_T}",
     rf"\b(?:rest|remainder|remaining\s+(?:work|changes|parts?)|second\s+half)\s+(?:(?:is|are|will\s+be|comes?"
     rf"|lands?|goes)\s+)?(?:in|at|:|-)\s*{_T}",
     rf"\btrack(?:ed|ing)\s+(?:in|by|at|with|via|under){_S}{_T}",
-    rf"\btracking\s+(?:issue|pr|ticket)\s*(?::|-|\bis\b)?\s*{_LIST}{REF}",
+    rf"\btracking\s+(?:issue|pr|ticket)\s*(?::|-|\bis\b)?\s*{_T}",
     rf"\b(?:deferred|postponed|punted|left|moved|split\s+out|pushed)\s+(?:to|for|into|until){_S}{_T}",
     rf"\b(?:comes?|coming|lands?|landing)\s+(?:later\s+|separately\s+|next\s+)?in{_S}{_T}",
     rf"{REF}\s+(?:will|shall|is\s+going\s+to|should)\b(?!\s+(?:not|never|have)\b)",
@@ -110,6 +161,8 @@ def _compiled(patterns: Iterable[str]) -> tuple[re.Pattern[str], ...]:
 # (kind, patterns, whether a negation before the trigger cancels it); the first rule that holds wins.
 RULES: tuple[tuple[ReferenceKind, tuple[re.Pattern[str], ...], bool], ...] = (
     ("revert", _compiled(_REVERT), True),
+    ("prerequisite", _compiled(_CONDITION), True),
+    ("followup", _compiled(_TODO), True),
     ("mention", _compiled(_MENTION), False),
     ("prerequisite", _compiled(_PREREQUISITE), True),
     ("followup", _compiled(_FOLLOWUP), True),
@@ -119,6 +172,7 @@ _CLAUSE_END = re.compile(r"[,;:.!?()\u2013\u2014]|\b(?:but|however|although|thou
 _NEGATION = re.compile(r"\b(?:not|no|never|without|nor|neither|none|nothing|independent(?:ly)?|unrelated"
                        r"|cannot)\b|n't\b", re.I)
 _PAST = re.compile(r"\b(?:was|were|used\s+to|previously|formerly|had(?:\s+been)?|originally)\s*$", re.I)
+_COMMENT_LINK = re.compile(r"#(?:issuecomment|pullrequestreview|discussion_r)", re.I)
 _NEGATION_WORDS = 6  # how far back a negation reaches within its clause
 
 
@@ -136,6 +190,13 @@ class TextReference:
     local: bool  # in the PR's own repository
     url: str | None = None
     context: str = ""  # the sentence before, for a terse one
+    path: str | None = None  # for source "diff": where the head revision says it
+    line: int | None = None
+
+    @property
+    def where(self) -> str:
+        """`path:line` of a reference in the lines the PR adds; "" for one in its texts."""
+        return f"{self.path}:{self.line}" if self.path is not None else ""
 
     @property
     def target(self) -> str:
@@ -172,7 +233,15 @@ def find_references(texts: Iterable[Text], *, owner: str, repo: str, number: int
 def classify(mention: Mention, same_sentence: Sequence[Mention] = ()) -> ReferenceKind:
     """The role of MENTION in its sentence; SAME_SENTENCE are all references written in that sentence, in
     order of `start`."""
-    marked = _marked(mention, same_sentence)
+    if mention.stack:  # an entry of a stack list: its place says it, whatever the lead-in's words
+        return "prerequisite" if mention.stack == "below" else "mention"
+    kind = _by_rules(_marked(mention, same_sentence))
+    if kind in ("prerequisite", "followup") and mention.url and _COMMENT_LINK.search(mention.url):
+        return "mention"  # a link to a comment cites what was said there
+    return kind
+
+
+def _by_rules(marked: str) -> ReferenceKind:
     for kind, patterns, negatable in RULES:
         for pattern in patterns:
             if any(not (negatable and _negated(marked, hit.start())) for hit in pattern.finditer(marked)):
@@ -206,6 +275,10 @@ def _negated(marked: str, trigger: int) -> bool:
 
 def _reference(mention: Mention, kind: ReferenceKind, owner: str, repo: str) -> TextReference:
     local = (mention.owner.lower(), mention.repo.lower()) == (owner.lower(), repo.lower())
+    if kind in ("closes", "revert") and mention.source == "diff":
+        # a file's content closes nothing on GitHub ("fixes #N" there describes code), and a PR says what
+        # it reverts in its title, body or commits: "reverts #N's change" in a comment must close no window
+        kind = "mention"
     return TextReference(kind=kind, owner=mention.owner, repo=mention.repo, number=mention.number,
                          sha=mention.sha, sentence=mention.sentence, source=mention.source, local=local,
-                         url=mention.url, context=mention.previous)
+                         url=mention.url, context=mention.previous, path=mention.path, line=mention.line)

@@ -1,6 +1,7 @@
 """Finding the pull requests, issues and reverted commits a PR's own text names, each with its sentence.
 
-Pure: texts in (title, body, commit messages, the author's comments), `Mention`s out. What a mention means
+Pure: texts in (title, body, commit messages, the author's comments, and the prose of the lines the PR
+adds: diffrefs.py), `Mention`s out. What a mention means
 (prerequisite, follow-up, revert ...) is decided from its sentence by followups.py.
 
 Only prose counts: fenced code, inline code, quoted lines (`> ...`, usually someone else's words) and HTML
@@ -11,27 +12,36 @@ bodies four spaces far more often continue a list item than start code.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
-Source = Literal["title", "body", "commit", "comment"]
-MAX_MENTIONS = 500
+Source = Literal["title", "body", "commit", "comment", "diff"]
+StackPlace = Literal["", "above", "self", "below"]
+MAX_MENTIONS = 500  # of the PR's texts, and as many again of its diff (each its own budget)
 MAX_NUMBER = 2**31 - 1  # GitHub numbers fit a 32-bit integer; anything longer is not a reference
 
 _HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.S)
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
 _QUOTE = re.compile(r" {0,3}>")
+_ALERT = re.compile(r" {0,3}>\s*\[!(?:NOTE|TIP|IMPORTANT|WARNING|CAUTION)\]", re.I)  # GitHub's: the author's
+_STACK_ENTRY = re.compile(r"(__->__\s*)?(?:[\w.-]+/[\w.-]+)?#\d+|(__->__\s*)?https?://\S+/pull/\d+/?")
+_LINK_TEXT_MAX = 200
+_LINK_TEXT = re.compile(rf"\[[^\[\]\n]{{0,{_LINK_TEXT_MAX - 10}}}\]\(\s*\Z")  # the text before "](URL"
+_QUOTED = re.compile(r"\"[^\"\n]{0,300}\"|\u201c[^\u201d\n]{0,300}\u201d")  # a title, not a page
 _BLOCK_START = re.compile(r"\s*(?:[-*+]\s|\d{1,3}[.)]\s|\|)")  # list item, table row
 _ITEM = re.compile(r"\s*(?:[-*+]|\d{1,3}[.)])\s")
 _HEADING = re.compile(r" {0,3}#{1,6}\s")
+_RULE = re.compile(r" {0,3}([-*_])(?:\s*\1){2,}\s*$")  # a thematic break ends a block, as a blank line
 _LEAD_WORDS = 8  # a lead-in longer than this is a sentence of its own, not a list's label
 _LIST_MARK = re.compile(r"^(?:[-*+]\s+(?:\[[ xX]\]\s+)?|\d{1,3}[.)]\s+|#{1,6}\s+)")
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+")
 _ABBREVIATION = re.compile(r"\b(?:e\.g|i\.e|etc|vs|cf|approx|incl|resp|fig)\.$", re.I)
 _INLINE_CODE = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)", re.S)
-_ANY_URL = re.compile(r"https?://[^\s<>\"'`]+", re.I)
+# A link ends at whitespace, or at a ")" or "]" it did not open: "[#1](url1)、[#2](url2)" is two links.
+_ANY_URL = re.compile(r"https?://[^\s<>\"'`()\[\]]+(?:\([^\s<>\"'`()]*\)[^\s<>\"'`()\[\]]*)*", re.I)
 _SLUG = r"(?P<owner>[A-Za-z0-9](?:[A-Za-z0-9-]{0,38}))/(?P<repo>[A-Za-z0-9_.-]{1,100})"
 _CROSS = re.compile(rf"(?<![\w./@-]){_SLUG}#(?P<number>\d{{1,10}})(?![\w-])")
 _LOCAL = re.compile(r"(?<![\w&/#-])#(?P<number>\d{1,10})(?![\w-])")
@@ -45,6 +55,8 @@ class Text:
 
     source: Source
     text: str
+    path: str | None = None  # for source "diff": the file and line of the head revision
+    line: int | None = None
 
 
 @dataclass(frozen=True)
@@ -61,6 +73,9 @@ class Mention:
     end: int
     url: str | None = None  # the link as written, when the reference was a URL
     previous: str = ""  # the sentence before in the paragraph: context for a terse one ("Follow-up: #9")
+    stack: StackPlace = ""  # an entry of a stack list (ghstack's): where it is from the `__->__` one
+    path: str | None = None  # where a "diff" mention is written in the head revision
+    line: int | None = None
 
     @property
     def target(self) -> str:
@@ -87,19 +102,28 @@ def find_mentions(texts: Iterable[Text], *, owner: str, repo: str, number: int,
     """Every reference in TEXTS, in order, except to the PR itself (owner/repo#number).
 
     `#N` and `GH-N` are in owner/repo. Links count on github.com and on WEB_HOSTS (a GitHub Enterprise
-    host, e.g. `ghe.example`, from the API URL). The first MAX_MENTIONS only: classifying costs a few
-    regular expressions each, and a release PR listing 3000 changes must not hold a worker for seconds.
+    host, e.g. `ghe.example`, from the API URL). The first MAX_MENTIONS of the PR's texts and of its diff
+    only: classifying costs a few regular expressions each, and a release PR listing 3000 changes must not
+    hold a worker for seconds; nor may a diff full of links crowd out what the description promises.
     """
     url = _url_pattern(["github.com", *web_hosts])
     own = (owner.lower(), repo.lower(), number)
     found: list[Mention] = []
+    counts = {False: 0, True: 0}  # by whether from the diff
     for text in texts:
-        for previous, sentence in _sentences(text.text):
-            for mention in _mentions_in(sentence, text.source, owner, repo, url, previous):
+        from_diff = text.source == "diff"
+        if counts[from_diff] == MAX_MENTIONS:
+            continue
+        for previous, sentence, stack in _sentences(text.text):
+            for mention in _mentions_in(sentence, text.source, owner, repo, url, previous, stack):
                 if (mention.owner.lower(), mention.repo.lower(), mention.number) != own:
-                    found.append(mention)
-                if len(found) == MAX_MENTIONS:
-                    return found
+                    found.append(dataclasses.replace(mention, path=text.path, line=text.line)
+                                 if from_diff else mention)
+                    counts[from_diff] += 1
+                if counts[from_diff] == MAX_MENTIONS:
+                    break
+            if counts[from_diff] == MAX_MENTIONS:
+                break
     return found
 
 
@@ -111,9 +135,10 @@ def _url_pattern(hosts: Iterable[str]) -> re.Pattern[str]:
 
 def _prose(text: str) -> str:
     """TEXT with code fences, quoted lines and HTML comments blanked out (a block as an empty line: it
-    ends a paragraph; a comment inside a line as a space)."""
+    ends a paragraph; a comment inside a line as a space). A GitHub alert is kept, its `>` dropped."""
     lines: list[str] = []
     fence: str | None = None
+    alert = False  # inside a GitHub alert ("> [!WARNING]"): quoted, but the author's own words
     uncommented = _HTML_COMMENT.sub(lambda m: "\n" if "\n" in m.group() else " ", text.replace("\r\n", "\n"))
     for line in uncommented.split("\n"):
         opening = _FENCE.match(line)
@@ -124,8 +149,12 @@ def _prose(text: str) -> str:
         elif opening:
             fence = opening.group(1)
             lines.append("")
+        elif _ALERT.match(line):
+            alert = True
+            lines.append("")
         else:
-            lines.append("" if _QUOTE.match(line) else line)
+            alert = alert and bool(_QUOTE.match(line))
+            lines.append(_QUOTE.sub("", line, count=1) if alert else "" if _QUOTE.match(line) else line)
     return "\n".join(lines)
 
 
@@ -134,6 +163,7 @@ def _blocks(text: str) -> Iterator[tuple[str, str]]:
     table row starts one, a heading is one line. Hard-wrapped lines (commit messages) join back."""
     block: list[str] = []
     for line in _prose(text).split("\n"):
+        line = "" if _RULE.match(line) else line
         if block and (not line.strip() or _BLOCK_START.match(line) or _HEADING.match(line)):
             yield _block(" ".join(block))
             block = []
@@ -153,19 +183,21 @@ def _clean(text: str) -> str:
     return _LIST_MARK.sub("", " ".join(text.split()))
 
 
-def _sentences(text: str) -> Iterator[tuple[str, str]]:
-    """(previous sentence or "", sentence) for every sentence of TEXT's prose.
+def _sentences(text: str) -> Iterator[tuple[str, str, StackPlace]]:
+    """(previous sentence or "", sentence, place in a stack list) for every sentence of TEXT's prose.
 
     A list under a short lead-in ("Depends on:", "## Follow-ups") reads as one sentence per item, lead-in
     first ("Depends on: #12"): that is how such lists are meant.
     """
     lead = ""
-    for kind, block in _blocks(text):
+    blocks = list(_blocks(text))
+    places = _stack_places(blocks)
+    for (kind, block), place in zip(blocks, places, strict=True):
         previous = lead if kind == "item" else ""
         for index, sentence in enumerate(_split_sentences(block)):
             if index == 0 and kind == "item" and lead:
                 sentence = f"{lead} {sentence}"
-            yield previous, sentence
+            yield previous, sentence, place
             previous = sentence
         if kind == "heading":
             lead = f"{block.rstrip(':')}:" if len(block.split()) <= _LEAD_WORDS else ""
@@ -173,9 +205,29 @@ def _sentences(text: str) -> Iterator[tuple[str, str]]:
             lead = block if block.endswith(":") and len(block.split()) <= _LEAD_WORDS else ""
 
 
+def _stack_places(blocks: list[tuple[str, str]]) -> list[StackPlace]:
+    """Where each block is in a stack list: a run of list items that are each one PR, one of them marked
+    `__->__` (this PR), as ghstack, Sapling and stack-pr write them, newest first. The entries below the
+    marker are older PRs of the stack, which this one is built on; those above are built on it."""
+    places: list[StackPlace] = [""] * len(blocks)
+    start = 0
+    while start < len(blocks):
+        end = start
+        while end < len(blocks) and blocks[end][0] == "item" and _STACK_ENTRY.fullmatch(blocks[end][1]):
+            end += 1
+        marked = [i for i in range(start, end) if blocks[i][1].startswith("__->__")]
+        if len(marked) == 1:
+            for i in range(start, end):
+                places[i] = "self" if i == marked[0] else "above" if i < marked[0] else "below"
+        start = end + 1 if end == start else end
+    return places
+
+
 def _split_sentences(paragraph: str) -> Iterator[str]:
-    """At ". ", "! ", "? ": not after "e.g." and the like, nor inside inline code (`a. b`)."""
-    code = [(span.start(), span.end()) for span in _INLINE_CODE.finditer(paragraph)]  # in order
+    """At ". ", "! ", "? ": not after "e.g." and the like, nor inside inline code (`a. b`) or double
+    quotes (`Revert "Load lazily. (#12)"`)."""
+    code = _merged(sorted((span.start(), span.end())  # a quoted title is not split either
+                          for pattern in (_INLINE_CODE, _QUOTED) for span in pattern.finditer(paragraph)))
     start = 0
     for end in _SENTENCE_END.finditer(paragraph):
         head = paragraph[max(start, end.start() - 12):end.start()].rstrip("\"')]")  # the last word
@@ -189,8 +241,19 @@ def _split_sentences(paragraph: str) -> Iterator[str]:
         yield paragraph[start:].strip()
 
 
+def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Sorted SPANS with the overlapping ones joined: disjoint and in order, for bisect."""
+    merged: list[tuple[int, int]] = []
+    for start, end in spans:
+        if merged and start < merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
 def _mentions_in(sentence: str, source: Source, owner: str, repo: str, url: re.Pattern[str],
-                 previous: str) -> Iterator[Mention]:
+                 previous: str, stack: StackPlace = "") -> Iterator[Mention]:
     taken = bytearray(len(sentence))  # 1 where code, a link or a reference already is
 
     def take(start: int, end: int) -> None:
@@ -206,7 +269,7 @@ def _mentions_in(sentence: str, source: Source, owner: str, repo: str, url: re.P
                 **extra: str | None) -> Mention:
         raw = match.groupdict().get("number")
         return Mention(target_owner, target_repo, int(raw) if raw else None, extra.get("sha"), source,
-                       sentence, match.start(group), match.end(group), extra.get("url"), previous)
+                       sentence, match.start(group), match.end(group), extra.get("url"), previous, stack)
 
     found: list[Mention] = []
     for link in _ANY_URL.finditer(sentence):  # links first: nothing inside a URL is another reference
@@ -216,6 +279,9 @@ def _mentions_in(sentence: str, source: Source, owner: str, repo: str, url: re.P
         parsed = url.match(sentence, link.start(), link.end())
         if parsed and _number_ok(parsed) and _repo_ok(parsed):
             found.append(mention(parsed["owner"], parsed["repo"], parsed, url=link.group().rstrip(".,;:)")))
+            text = _LINK_TEXT.search(sentence, max(link.start() - _LINK_TEXT_MAX, 0), link.start())
+            if text:  # "[#5](https://github.com/other/repo/pull/5)": the link is the reference, not its text
+                take(text.start(), text.end())
     for match in _REVERTED_COMMIT.finditer(sentence):
         if free(match.start("sha"), match.end("sha")):
             found.append(mention(owner, repo, match, "sha", sha=match["sha"].lower()))

@@ -4,11 +4,12 @@ triage runs and one run suite by suite. Routes only parse, call app.store querie
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import timedelta
-from typing import Annotated
+from typing import Annotated, TypeVar, cast
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi import APIRouter, Depends, Path, Request
 from fastapi.responses import RedirectResponse
 from starlette.responses import Response
 
@@ -37,27 +38,67 @@ CHART_DAYS = 90
 PAGE_SIZE = 50
 MAX_REASON = 2000
 IdPath = Annotated[int, Path(ge=1)]
-LimitQuery = Annotated[int, Query(ge=1, le=200)]
+MAX_LIMIT = 200
+STATES = ("open", "closed", "all")
+T = TypeVar("T")
 
 router = APIRouter(include_in_schema=False, dependencies=[Depends(page_viewer)])
 
 
-class BadFilter(ValueError):
-    """A filter value the page cannot use; shown as a 400 page."""
+class Problems:
+    """Query values a page cannot use: each is replaced by its default and said above the page (status 400),
+    so that a mistyped link still shows the page, not an error."""
 
+    def __init__(self) -> None:
+        self.messages: list[str] = []
+        self.restarted = False  # the cursor was refused: the first page is shown
 
-def _repo(value: str) -> str | None:
-    value = value.strip()
-    if value and not re.fullmatch(REPO_PATTERN, value):
-        raise BadFilter(f"not a repository name (owner/name): {value[:100]!r}")
-    return value or None
+    def __bool__(self) -> bool:
+        return bool(self.messages)
 
+    @property
+    def status(self) -> int:
+        return 400 if self.messages else 200
 
-def _pr(value: str) -> int | None:
-    value = value.strip().lstrip("#")
-    if value and not value.isdigit():
-        raise BadFilter(f"not a pull request number: {value[:20]!r}")
-    return int(value) if value else None
+    def choice(self, name: str, value: str, allowed: tuple[str, ...], default: str) -> str:
+        if value in allowed:
+            return value
+        self.messages.append(f"{name}: {value[:40]!r} is not one of {', '.join(allowed)}; showing {default}")
+        return default
+
+    def limit(self, value: str) -> int:
+        if not value.strip():
+            return PAGE_SIZE
+        if value.strip().isdigit() and 1 <= int(value) <= MAX_LIMIT:
+            return int(value)
+        self.messages.append(f"limit: {value[:20]!r} is not a number from 1 to {MAX_LIMIT}; showing "
+                             f"{PAGE_SIZE} a page")
+        return PAGE_SIZE
+
+    def repo(self, value: str) -> str | None:
+        value = value.strip()
+        if value and not re.fullmatch(REPO_PATTERN, value):
+            self.messages.append(f"not a repository name (owner/name): {value[:100]!r}; showing every "
+                                 "repository")
+            return None
+        return value or None
+
+    def pr(self, value: str) -> int | None:
+        value = value.strip().lstrip("#")
+        if value and not value.isdigit():
+            self.messages.append(f"not a pull request number: {value[:20]!r}; showing every pull request")
+            return None
+        return int(value) if value else None
+
+    def page(self, listing: Callable[[str | None], tuple[list[T], str | None]], cursor: str,
+             ) -> tuple[list[T], str | None]:
+        """LISTING at CURSOR; the first page instead when the cursor is not one this page made."""
+        try:
+            return listing(cursor or None)
+        except InvalidCursor as exc:
+            self.messages.append(f"cursor: {exc}; showing the first page")
+            self.restarted = True
+            return listing(None)
 
 
 def _page_url(path: str, **params: str | int | None) -> str:
@@ -71,25 +112,26 @@ def _kept(limit: int) -> int | None:
 
 
 @router.get("/")
-def windows_page(request: Request, viewer: PageViewer, session: ReadSession, state: StateFilter = "open",
-                 repo: str = "", cursor: str = "", limit: LimitQuery = PAGE_SIZE) -> Response:
-    try:
-        repo_name = _repo(repo)
-        items, following = list_windows(session, state=state, repo=repo_name, cursor=cursor or None,
-                                        limit=limit)
-    except (BadFilter, InvalidCursor) as exc:
-        return error_page(request, 400, str(exc), viewer=viewer)
+def windows_page(request: Request, viewer: PageViewer, session: ReadSession, state: str = "open",
+                 repo: str = "", cursor: str = "", limit: str = "") -> Response:
+    problems = Problems()
+    state_filter = cast(StateFilter, problems.choice("state", state, STATES, "open"))
+    size = problems.limit(limit)
+    repo_name = problems.repo(repo)
+    items, following = problems.page(lambda at: list_windows(session, state=state_filter, repo=repo_name,
+                                                            cursor=at, limit=size), cursor)
     today = utcnow().date()
     over_time = windows_over_time(session, start=today - timedelta(days=CHART_DAYS - 1), end=today,
                                   repo=repo_name)
     return render(request, "windows.html", {
-        "windows": items, "state": state, "repo": repo_name or "", "paged": bool(cursor),
-        "next_url": following and _page_url("/", state=state, repo=repo_name, limit=_kept(limit),
+        "windows": items, "state": state_filter, "repo": repo_name or "", "problems": problems.messages,
+        "paged": bool(cursor) and not problems.restarted,
+        "next_url": following and _page_url("/", state=state_filter, repo=repo_name, limit=_kept(size),
                                             cursor=following),
-        "first_url": _page_url("/", state=state, repo=repo_name, limit=_kept(limit)),
+        "first_url": _page_url("/", state=state_filter, repo=repo_name, limit=_kept(size)),
         "over_time_chart": charts.open_over_time(over_time), "chart_days": CHART_DAYS,
         "ages_chart": charts.ages(window_ages(session, repo=repo_name)),
-    }, viewer=viewer)
+    }, viewer=viewer, status_code=problems.status)
 
 
 @router.get("/windows/{window_id}")
@@ -136,18 +178,19 @@ def _reason_missing(request: Request, viewer: Viewer, sessions: SessionsDep, win
 
 @router.get("/runs")
 def runs_page(request: Request, viewer: PageViewer, session: ReadSession, repo: str = "", pr: str = "",
-              cursor: str = "", limit: LimitQuery = PAGE_SIZE) -> Response:
-    try:
-        repo_name, number = _repo(repo), _pr(pr)
-        items, following = list_runs(session, repo=repo_name, pr=number, cursor=cursor or None, limit=limit)
-    except (BadFilter, InvalidCursor) as exc:
-        return error_page(request, 400, str(exc), viewer=viewer)
+              cursor: str = "", limit: str = "") -> Response:
+    problems = Problems()
+    size = problems.limit(limit)
+    repo_name, number = problems.repo(repo), problems.pr(pr)
+    items, following = problems.page(lambda at: list_runs(session, repo=repo_name, pr=number, cursor=at,
+                                                          limit=size), cursor)
     return render(request, "runs.html", {
-        "runs": items, "repo": repo_name or "", "pr": number or "", "paged": bool(cursor),
-        "next_url": following and _page_url("/runs", repo=repo_name, pr=number, limit=_kept(limit),
+        "runs": items, "repo": repo_name or "", "pr": number or "", "problems": problems.messages,
+        "paged": bool(cursor) and not problems.restarted,
+        "next_url": following and _page_url("/runs", repo=repo_name, pr=number, limit=_kept(size),
                                             cursor=following),
-        "first_url": _page_url("/runs", repo=repo_name, pr=number, limit=_kept(limit)),
-    }, viewer=viewer)
+        "first_url": _page_url("/runs", repo=repo_name, pr=number, limit=_kept(size)),
+    }, viewer=viewer, status_code=problems.status)
 
 
 @router.get("/runs/{run_id}")

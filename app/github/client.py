@@ -12,8 +12,17 @@ from urllib.parse import quote
 
 from app.github.auth import GitHubApp
 from app.github.errors import GitHubError, NotFound
-from app.github.models import CheckRunInfo, CommentInfo, CommitInfo, IssueInfo, PullInfo, RateLimit
+from app.github.models import (
+    ChangedFile,
+    CheckRunInfo,
+    CommentInfo,
+    CommitInfo,
+    IssueInfo,
+    PullInfo,
+    RateLimit,
+)
 from app.github.rest import ACCEPT, API_VERSION, USER_AGENT, InstallationAuth, Rest, repo_path
+from app.github.retry import RetryPolicy
 
 log = logging.getLogger(__name__)
 
@@ -57,10 +66,14 @@ class GitHubClient:
         try:
             return self._rest.request(operation, verb, url, params=params, body=body, replay=replay)[1]
         except GitHubError as exc:
-            if exc.status != 401:  # a refused token: nothing was applied, so even a write may go again
-                raise
-            self.app.tokens.forget(self.installation_id)
+            if exc.status != 401 or not self._forget_token():
+                raise  # a refused token: nothing was applied, so even a write may go again with a new one
             return self._rest.request(operation, verb, url, params=params, body=body, replay=replay)[1]
+
+    def _forget_token(self) -> bool:
+        """Drop the token GitHub refused; whether a fresh one can be had."""
+        self.app.tokens.forget(self.installation_id)
+        return True
 
     def _list(self, operation: str, url: str, *, params: Mapping[str, Any] | None = None,
               items: str | None = None) -> list[Any]:
@@ -77,11 +90,16 @@ class GitHubClient:
         """Every path the pull request touches, in GitHub's order: for a rename both the new and the old
         path (a validation file moved away is a change to validation). GitHub lists at most 3000 files."""
         paths: list[str] = []
-        for changed in self._list("pulls/list-files", f"{repo_path(owner, repo)}/pulls/{int(number)}/files"):
-            paths.append(str(changed["filename"]))
-            if changed.get("previous_filename"):
-                paths.append(str(changed["previous_filename"]))
+        for changed in self.list_changed_files(owner, repo, number):
+            paths.append(changed.filename)
+            if changed.previous_filename:
+                paths.append(changed.previous_filename)
         return list(dict.fromkeys(paths))
+
+    def list_changed_files(self, owner: str, repo: str, number: int) -> list[ChangedFile]:
+        """The pull request's files with their patches, in GitHub's order (at most 3000 files)."""
+        listed = self._list("pulls/list-files", f"{repo_path(owner, repo)}/pulls/{int(number)}/files")
+        return [ChangedFile.from_api(changed) for changed in listed]
 
     def list_commits(self, owner: str, repo: str, number: int) -> list[CommitInfo]:
         """The pull request's commits, oldest first (GitHub lists at most 250)."""
@@ -222,3 +240,26 @@ class GitHubClient:
 
     def close(self) -> None:
         self._rest.close()
+
+
+class TokenClient(GitHubClient):
+    """GitHubClient's reading calls with one fixed token (GitHub Actions' `GITHUB_TOKEN`, a personal token)
+    instead of the App's installation tokens: how the command line asks about references. Nothing of the
+    App (its login, its check runs) can be asked with it."""
+
+    def __init__(self, token: str, *, api_url: str, policy: RetryPolicy | None = None, timeout: int = 30,
+                 ) -> None:
+        self.installation_id = 0  # keys the resolution cache; one token is one reader
+        self.policy = policy or RetryPolicy()
+        self._fixed = token
+        self._api_url = api_url.rstrip("/")
+        self._rest = Rest(self._api_url, InstallationAuth(lambda: self._fixed), self.policy, timeout=timeout)
+
+    def __repr__(self) -> str:
+        return f"TokenClient(api_url={self._api_url!r})"
+
+    def _token(self) -> str:
+        return self._fixed
+
+    def _forget_token(self) -> bool:
+        return False  # a refused fixed token stays refused

@@ -57,6 +57,23 @@ class PullInfo:
 
 
 @dataclass(frozen=True)
+class ChangedFile:
+    """One file of a pull request's diff, as the PR files API lists it."""
+
+    filename: str
+    status: str  # added, modified, removed, renamed, copied, changed, unchanged
+    patch: str | None  # the unified diff's hunks; GitHub leaves it out for binary and very large files
+    previous_filename: str | None = None
+
+    @classmethod
+    def from_api(cls, changed: dict[str, Any]) -> ChangedFile:
+        patch = changed.get("patch")
+        return cls(filename=str(changed["filename"]), status=str(changed.get("status") or "modified"),
+                   patch=patch if isinstance(patch, str) else None,
+                   previous_filename=changed.get("previous_filename") or None)
+
+
+@dataclass(frozen=True)
 class CommitInfo:
     sha: str
     message: str

@@ -52,7 +52,8 @@ class Route:
     method: str
     pattern: re.Pattern[str]
     template: str  # the path in the REST description, for its request schema
-    auth: str  # "app" (JWT) | "installation" (token with access to the repository) | "any"
+    # "app" (JWT) | "installation" (token with access to the repository) | "any" (a token) | "none"
+    auth: str
     handler: Handler
 
 
@@ -366,7 +367,11 @@ def _pattern(template: str) -> re.Pattern[str]:
     return re.compile(re.sub(r"\{(\w+)\}", group, template))
 
 
-ROUTES = [Route(method, _pattern(template), template, auth, handler) for method, template, auth, handler in [
+def route(method: str, template: str, auth: str, handler: Handler) -> Route:
+    return Route(method, _pattern(template), template, auth, handler)
+
+
+ROUTES = [route(method, template, auth, handler) for method, template, auth, handler in [
     ("GET", "/app", "app", get_app),
     ("POST", "/app/installations/{installation_id}/access_tokens", "app", create_token),
     ("GET", "/repos/{owner}/{repo}/installation", "app", get_repo_installation),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
+import string
 import sys
 import threading
 import time
@@ -16,9 +17,9 @@ from urllib.parse import parse_qsl, urlsplit
 
 import jwt
 
-from app.localgithub import shapes
+from app.localgithub import manifests, shapes
 from app.localgithub.keys import AppKey
-from app.localgithub.routes import ROUTES, Call, Reply, Route, iso
+from app.localgithub.routes import ROUTES, Call, Reply, Route, iso, route
 from app.localgithub.state import (
     FakeCheckRun,
     FakeComment,
@@ -34,6 +35,8 @@ from app.localgithub.state import (
 )
 from app.localgithub.tarballs import build_tarball
 
+# The manifest conversion: no authentication, the code is the credential (app/localgithub/manifests.py).
+API_ROUTES = [*ROUTES, route("POST", "/app-manifests/{code}/conversions", "none", manifests.convert)]
 SECONDARY_MESSAGE = ("You have exceeded a secondary rate limit. Please wait a few minutes before you try "
                      "again. If you reach out to GitHub Support for help, please include the request ID.")
 
@@ -115,6 +118,8 @@ class FakeGitHub:
         self.downloads: dict[str, bytes] = {}
         self.requests: list[RecordedRequest] = []
         self.faults: list[Fault] = []
+        self.manifest_codes: dict[str, manifests.PendingApp] = {}
+        self.registered_manifests: list[dict[str, Any]] = []  # manifests whose code was converted
         self._ids = 1000
         self._lock = threading.RLock()
         self._api = _Server(self, "api")
@@ -174,12 +179,23 @@ class FakeGitHub:
     def _repo(self, full_name: str) -> FakeRepo:
         return self.repo(full_name) or self.add_repo(full_name)
 
+    def issue_token(self, installation_id: int) -> str:
+        """A token for the installation's repositories, as GitHub Actions hands a workflow its
+        `GITHUB_TOKEN` (an installation token of the Actions App): for clients that hold no App key."""
+        alphabet = string.ascii_letters + string.digits
+        token = "ghs_" + "".join(secrets.choice(alphabet) for _ in range(36))
+        with self._lock:
+            self.add_installation(installation_id, f"installation-{installation_id}")
+            self.tokens[token] = IssuedToken(installation_id, self.clock() + self.token_ttl)
+        return token
+
     def add_pull(self, full_name: str, number: int, *, head_sha: str, base_sha: str,
                  title: str = "A change", body: str | None = "", author: str = "octocat",
                  files: list[str | dict[str, Any]] | None = None,
                  commits: list[tuple[str, str]] | None = None, **fields: Any) -> FakePull:
         """A pull request (and its issue); FILES are paths, or dicts such as a rename's
-        `{"filename", "status": "renamed", "previous_filename"}`; FIELDS are FakePull's others."""
+        `{"filename", "status": "renamed", "previous_filename"}` or a file with its diff's hunks
+        `{"filename", "patch": "@@ -1,2 +1,3 @@..."}`; FIELDS are FakePull's others."""
         changed = [{"filename": item, "status": "modified"} if isinstance(item, str) else item
                    for item in files or []]
         change = FakePull(number, title, body, author, head_sha, base_sha, files=changed,
@@ -342,6 +358,8 @@ class FakeGitHub:
                 reply = self._fault_reply(fault)
             elif server == "download":
                 reply = self._download_reply(route, query)
+            elif method == "POST" and (page := manifests.new_app_page(self, path, query, raw)) is not None:
+                reply = page  # the web side (github.com, or the GHES host without /api/v3)
             elif route == path and self.prefix:
                 reply = Reply(404, shapes.error("Not Found", 404))
             else:
@@ -369,7 +387,7 @@ class FakeGitHub:
     def _api_reply(self, method: str, route: str, query: dict[str, str], body: Any, kind: str | None,
                    credential: str | None, jwt_problem: str | None, record: RecordedRequest) -> Reply:
         route = self._by_repository_id(route)
-        for candidate in ROUTES:
+        for candidate in API_ROUTES:
             match = candidate.pattern.fullmatch(route)
             if match and candidate.method == method:
                 call = Call(method, route, query, body, match.groupdict())
@@ -399,6 +417,8 @@ class FakeGitHub:
 
     def _authorize(self, route: Route, call: Call, kind: str | None, credential: str | None,
                    jwt_problem: str | None) -> Reply | None:
+        if route.auth == "none":
+            return None
         if kind == "jwt" and route.auth in ("app", "any"):
             return Reply(401, shapes.error(jwt_problem, 401)) if jwt_problem else None
         if route.auth == "app":

@@ -150,7 +150,13 @@ def pull(api_url: str, repo: FakeRepo, change: FakePull) -> dict[str, Any]:
 
 def changed_file(api_url: str, repo: FakeRepo, change: FakePull, changed: dict[str, Any]) -> dict[str, Any]:
     body: dict[str, Any] = example("pulls.list-files.200.default", api_url, repo.full_name)[0]
+    del body["patch"]  # the example's belongs to no file of ours; GitHub too omits it (binary, too large)
     body.update(changed)
+    patch = changed.get("patch")
+    lines = patch.split("\n") if isinstance(patch, str) else []
+    added = sum(1 for line in lines if line.startswith("+"))
+    removed = sum(1 for line in lines if line.startswith("-"))
+    body.update(additions=added, deletions=removed, changes=added + removed)
     contents = f"{api_url}/repos/{repo.full_name}/contents/{changed['filename']}"
     body["contents_url"] = f"{contents}?ref={change.head_sha}"
     return body

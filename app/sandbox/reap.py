@@ -36,6 +36,9 @@ def main(argv: list[str]) -> int:
     if os.getppid() != parent:
         return EXEC_FAILED
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    # The interpreter's locale coercion (PEP 538) exported LC_CTYPE; the launch environment has none, and
+    # bubblewrap's own environment is readable inside (/proc/1/environ).
+    os.environ.pop("LC_CTYPE", None)
     child = os.fork()
     if child == 0:
         try:

@@ -23,8 +23,10 @@ from app.sandbox.view import Bind, View, is_system_path
 SYSTEM_PATH = "/usr/bin:/bin:/usr/sbin:/sbin"
 TOOLS = ("unshare", "mount", "setpriv")  # all from util-linux
 # Arguments: the mount binary, SOURCE MOUNT_POINT pairs, "--", then the command to exec once mounted.
+# The shell exports PWD of its own: unset, or bubblewrap (PID 1 inside) would carry the caller's directory.
 MOUNT_SCRIPT = ('set -eu; mount=$1; shift; '
-                'while [ "$1" != -- ]; do "$mount" --rbind "$1" "$2"; shift 2; done; shift; exec "$@"')
+                'while [ "$1" != -- ]; do "$mount" --rbind "$1" "$2"; shift 2; done; shift; '
+                'unset PWD OLDPWD; exec "$@"')
 
 
 def find_tools() -> dict[str, str]:

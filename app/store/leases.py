@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import ColumnElement, and_, or_, select, update
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from app.store.models import Delivery, TriageRun
 from app.store.types import utcnow
@@ -106,4 +106,38 @@ def requeue_run(session: Session, *, run_id: int, grace: timedelta) -> bool:
     query = update(TriageRun).where(TriageRun.id == run_id, TriageRun.status.in_(ACTIVE_RUNS),
                                     _run_orphaned(now, grace))
     result = session.execute(query.values(claimed_by=None, lease_until=now + grace))
+    return int(getattr(result, "rowcount", 0)) == 1
+
+
+def unclaimed_waiting(session: Session, *, older_than: timedelta) -> tuple[dict[str, datetime | None],
+                                                                         dict[int, datetime | None]]:
+    """Queued deliveries and active runs no job has claimed, older than OLDER_THAN, each with its deadline:
+    ({guid: lease_until}, {run id: lease_until}). Their messages should be in the queue."""
+    before = utcnow() - older_than
+    deliveries = select(Delivery.guid, Delivery.lease_until).where(
+        Delivery.status == "queued", Delivery.claimed_by.is_(None), Delivery.received_at < before)
+    runs = select(TriageRun.id, TriageRun.lease_until).where(
+        TriageRun.status.in_(ACTIVE_RUNS), TriageRun.claimed_by.is_(None), TriageRun.created_at < before)
+    return ({guid: until for guid, until in session.execute(deliveries)},
+            {run_id: until for run_id, until in session.execute(runs)})
+
+
+def _unchanged(column: InstrumentedAttribute[datetime | None], seen: datetime | None) -> ColumnElement[bool]:
+    return column.is_(None) if seen is None else column == seen
+
+
+def requeue_unsent_delivery(session: Session, *, guid: str, seen: datetime | None, grace: timedelta) -> bool:
+    """Take back an unclaimed delivery whose message is nowhere in the queue, if it is as the sweep saw it
+    (SEEN, its deadline then): one sweep of several that saw it wins."""
+    query = update(Delivery).where(Delivery.guid == guid, Delivery.status == "queued",
+                                   Delivery.claimed_by.is_(None), _unchanged(Delivery.lease_until, seen))
+    result = session.execute(query.values(lease_until=utcnow() + grace))
+    return int(getattr(result, "rowcount", 0)) == 1
+
+
+def requeue_unsent_run(session: Session, *, run_id: int, seen: datetime | None, grace: timedelta) -> bool:
+    """As requeue_unsent_delivery, for a run."""
+    query = update(TriageRun).where(TriageRun.id == run_id, TriageRun.status.in_(ACTIVE_RUNS),
+                                    TriageRun.claimed_by.is_(None), _unchanged(TriageRun.lease_until, seen))
+    result = session.execute(query.values(lease_until=utcnow() + grace))
     return int(getattr(result, "rowcount", 0)) == 1

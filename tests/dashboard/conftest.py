@@ -35,9 +35,9 @@ ELSEWHERE = "203.0.113.7"  # TEST-NET-3: never routed; only ever a claimed clien
 def build_app(database_url: str, data_dir: Path, *, token: str | None = None) -> FastAPI:
     """The dashboard as `create_app` serves it: its router, and Services at app.state."""
     settings = Settings(DATABASE_URL=database_url, DASHBOARD_TOKEN=token, PRTRIAGE_DATA_DIR=str(data_dir))
-    app = FastAPI(title="prtriage")
+    app = FastAPI(title="prtriage", docs_url=None, redoc_url=None)
     app.state.services = Services.from_settings(settings)
-    app.include_router(dashboard.router)
+    dashboard.attach(app)
     return app
 
 

@@ -107,3 +107,40 @@ def test_log_in_read_filter_and_see_the_charts(browser: Any, live_url: str, seed
     page.screenshot(path=str(tmp_path / "filtered.png"))
     assert (tmp_path / "dashboard.png").stat().st_size > 10_000
     assert problems == []
+
+
+def page_urls(seeded: Seed) -> list[str]:
+    """Every kind of page a person opens, a bad query among them."""
+    return ["/", "/?state=all", "/runs", f"/runs/{seeded.runs['incident']}", f"/runs/{seeded.runs['clean']}",
+            f"/windows/{seeded.windows['oldest']}", f"/windows/{seeded.windows['closed']}", "/docs",
+            "/?state=bogus&limit=abc", "/windows/abc", "/login"]
+
+
+@pytest.mark.parametrize("width", [1360, 390])
+def test_no_page_scrolls_sideways_on_a_desktop_or_a_phone(browser: Any, live_url: str, seeded: Seed,
+                                                          width: int, tmp_path: Path) -> None:
+    context = browser.new_context(viewport={"width": width, "height": 844})
+    page = context.new_page()
+    elsewhere: list[str] = []  # every request the pages make must stay on this origin: no CDN
+    page.on("request", lambda request: elsewhere.append(request.url)
+            if not request.url.startswith(live_url) else None)
+    page.goto(live_url + "/login")
+    page.fill("#token", TOKEN)
+    page.click("form.login button[type=submit]")
+    page.wait_for_url(live_url + "/")
+    for url in page_urls(seeded):
+        page.goto(live_url + url)
+        scroll_width, inner_width = page.evaluate(
+            "[document.scrollingElement.scrollWidth, window.innerWidth]")
+        if scroll_width > inner_width:
+            page.screenshot(path=str(tmp_path / "overflow.png"), full_page=True)
+        assert scroll_width <= inner_width == width, (url, scroll_width, inner_width)
+    assert elsewhere == []
+    page.goto(live_url + "/")
+    page.screenshot(path=str(tmp_path / f"windows-{width}.png"), full_page=True)
+    risk = page.locator("tr.window td.risk").first.bounding_box()  # the card's text is on the screen
+    assert risk is not None and risk["x"] >= 0 and risk["x"] + risk["width"] <= width
+    page.goto(live_url + "/docs")
+    assert page.locator("section.operation").count() >= 5
+    assert page.locator("script").count() == 0
+    context.close()

@@ -66,11 +66,32 @@ def test_filters_by_repository_and_state(reader: Client, seeded: Seed) -> None:
     assert form.one("option", value="all").get("selected") is not None
 
 
-def test_a_blank_filter_means_no_filter_and_a_bad_one_is_a_400_page(reader: Client) -> None:
+def test_a_blank_filter_means_no_filter_and_a_bad_one_is_the_page_with_a_message(reader: Client) -> None:
     assert len(row_ids(reader.page("/?repo=&state=open&cursor="))) == 4
-    problem = reader.page("/?repo=not%20a%20repo", status=400).one(id="problem")
-    assert "not a repository name" in problem.text
-    assert "not a cursor" in reader.page("/?cursor=garbage", status=400).one(id="problem").text
+    page = reader.page("/?repo=not%20a%20repo", status=400)
+    assert "not a repository name" in page.one(id="problem").text
+    assert len(row_ids(page)) == 4  # the page, unfiltered, under the message
+    page = reader.page("/?cursor=garbage", status=400)
+    assert "not a cursor" in page.one(id="problem").text and len(row_ids(page)) == 4
+
+
+def test_bad_query_values_are_html_pages_with_every_problem_said(reader: Client) -> None:
+    response = reader.get("/?state=bogus&limit=0")
+    assert response.status_code == 400 and response.headers["content-type"].startswith("text/html")
+    page = reader.page("/?state=bogus&limit=abc", status=400)
+    problems = [paragraph.text for paragraph in page.one(id="problem").find_all("p")]
+    assert problems == ["state: 'bogus' is not one of open, closed, all; showing open",
+                        "limit: 'abc' is not a number from 1 to 200; showing 50 a page"]
+    assert len(row_ids(page)) == 4
+    assert page.one("option", value="open").get("selected") is not None
+    runs = reader.page("/runs?pr=abc&limit=999", status=400)
+    assert "not a pull request number: 'abc'" in runs.one(id="problem").text
+    assert runs.find_all("tr", cls="run")
+    for url in ("/windows/abc", "/runs/0", "/windows/-1"):
+        answer = reader.get(url)
+        assert answer.status_code == 404 and answer.headers["content-type"].startswith("text/html"), url
+        assert reader.page(url, status=404).one(id="problem").text
+    assert reader.get("/api/risk-windows?state=bogus").status_code == 422  # the API stays JSON
 
 
 def test_pages_follow_the_cursor_and_keep_the_filters(reader: Client, seeded: Seed) -> None:

@@ -8,12 +8,22 @@ from datetime import datetime
 
 import pytest
 
-from app.github import CommentInfo, CommitInfo, GitHubClient, GitHubMetrics, NotFound, PullInfo
-from app.github.client import decode_content
+from app.github import (
+    CommentInfo,
+    CommitInfo,
+    GitHubClient,
+    GitHubError,
+    GitHubMetrics,
+    NotFound,
+    PullInfo,
+    RetryPolicy,
+)
+from app.github.client import TokenClient, decode_content
 from app.localgithub import FakeGitHub
 from app.localgithub.shapes import REST
 
 HEAD, BASE = "a" * 40, "b" * 40
+INSTALLATION = 7  # the fixtures' installation of octo/widgets
 
 
 def test_get_pull_in_plain_data(fake: FakeGitHub, client: GitHubClient):
@@ -176,3 +186,38 @@ def test_names_that_are_no_github_names_are_refused_unsent(fake: FakeGitHub, cli
     with pytest.raises(ValueError, match="not a path inside the repository"):
         client.get_file("octo", "widgets", "../../etc/passwd", "main")
     assert fake.requests == []
+
+
+def test_changed_files_carry_their_patches_as_given(fake: FakeGitHub, client: GitHubClient):
+    patch = "@@ -1,2 +1,3 @@\n x = 1\n+# TODO(#9): later\n y = 2"
+    fake.add_pull("octo/widgets", 8, head_sha=HEAD, base_sha=BASE, files=[
+        {"filename": "a.py", "status": "modified", "patch": patch}, "logo.png"])
+
+    changed = client.list_changed_files("octo", "widgets", 8)
+
+    # a file given without one has none (GitHub: binary, too large), not the REST example's
+    assert [(c.filename, c.status, c.patch) for c in changed] == [("a.py", "modified", patch),
+                                                                 ("logo.png", "modified", None)]
+
+
+def test_a_token_client_reads_with_its_fixed_token(fake: FakeGitHub, policy: RetryPolicy):
+    fake.add_pull("octo/widgets", 12, head_sha=HEAD, base_sha=BASE, title="Fail fast")
+    token_client = TokenClient(fake.issue_token(INSTALLATION), api_url=fake.url, policy=policy)
+    try:
+        assert token_client.get_pull("octo", "widgets", 12).title == "Fail fast"
+        assert [r.auth for r in fake.calls("GET", r"/repos/octo/widgets/pulls/12")] == ["token"]
+        assert not fake.calls("POST", r"/app/installations/.*")  # no App, no installation token bought
+    finally:
+        token_client.close()
+
+
+def test_a_refused_token_is_not_asked_again(fake: FakeGitHub, policy: RetryPolicy):
+    token_client = TokenClient("ghs_" + "x" * 36, api_url=fake.url, policy=policy)
+    try:
+        with pytest.raises(GitHubError) as refused:
+            token_client.get_pull("octo", "widgets", 12)
+        assert refused.value.status == 401
+        assert len(fake.calls("GET", r"/repos/octo/widgets/pulls/12")) == 1
+        assert "ghs_" not in repr(token_client)
+    finally:
+        token_client.close()

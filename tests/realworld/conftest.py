@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from fakegithub.plugin import fake_github, fake_github_factory, github_app_key  # noqa: F401 (fixtures)
 from needs import shared
 
 PROJECT = Path(__file__).resolve().parents[2]

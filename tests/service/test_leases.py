@@ -8,12 +8,12 @@ from datetime import timedelta
 from sqlalchemy import update
 
 from app import recovery
-from app.jobs import enqueue_first, requeue_lost
+from app.jobs import enqueue_first, requeue_lost, waiting_messages
 from app.leases import LEASE, Leases
 from app.localgithub import FakeGitHub
 from app.pipeline import process_delivery
 from app.store.leases import claim_delivery, claim_run
-from app.store.models import Delivery
+from app.store.models import Delivery, TriageRun
 from app.store.types import utcnow
 
 from .conftest import Service
@@ -36,6 +36,11 @@ def _deliver(service: Service, fake: FakeGitHub, number: int) -> str:
 def _received(service: Service, guid: str, ago: timedelta) -> None:
     with service.services.writing() as session:
         session.execute(update(Delivery).where(Delivery.guid == guid).values(received_at=utcnow() - ago))
+
+
+def _created(service: Service, ago: timedelta) -> None:
+    with service.services.writing() as session:
+        session.execute(update(TriageRun).values(created_at=utcnow() - ago))
 
 
 def _drop_queued(service: Service) -> None:
@@ -122,3 +127,53 @@ def test_the_leases_of_jobs_in_hand_are_renewed(service: Service, fake_github: F
         assert recovery.find_lost(service.services).deliveries == []
     [delivery] = service.deliveries()
     assert delivery.claimed_by == "this-host:1" and delivery.lease_until is not None
+
+
+def test_a_message_taken_by_a_worker_that_died_before_claiming_is_queued_again_at_the_next_sweep(
+        service: Service, fake_github: FakeGitHub) -> None:
+    fake_github.add_repo(REPO, installation_id=1)
+    guid = _deliver(service, fake_github, 1)
+    huey = service.queue.huey
+    requeue_lost(service.services, service.queue)
+    assert huey.pending_count() == 1  # its message waits: left alone
+    assert huey.dequeue().args == (guid,)  # a worker takes it and is killed before its job claims the row
+    requeue_lost(service.services, service.queue)
+    assert huey.pending_count() == 0  # too young: it may be between the intake's commit and its message
+    _received(service, guid, timedelta(seconds=20))  # still far from the ten minutes' grace
+    requeue_lost(service.services, service.queue)
+    assert [task.args for task in huey.pending()] == [(guid,)]
+    requeue_lost(service.services, service.queue)
+    assert huey.pending_count() == 1  # queued again once
+    service.drain()
+    [delivery] = service.deliveries()
+    [check] = fake_github.check_runs(REPO)
+    assert (delivery.status, check.status, check.conclusion) == ("processed", "completed", "success")
+
+
+def test_a_run_whose_message_was_taken_by_a_worker_that_died_is_queued_again(
+        service: Service, fake_github: FakeGitHub) -> None:
+    fake_github.add_repo(REPO, installation_id=1)
+    _deliver(service, fake_github, 1)
+    queue = service.queue
+    queue.huey.dequeue()  # the delivery's message, run here without its triage
+    [run_id] = process_delivery(service.services, "guid-1")
+    recovery.queued(service.services, [run_id])  # its message was queued ... and taken by a dying worker
+    _created(service, timedelta(seconds=20))
+    assert waiting_messages(queue) == recovery.Waiting(frozenset(), frozenset())
+    requeue_lost(service.services, queue)
+    assert [(task.name, task.args) for task in queue.huey.pending()] == [("triage", (run_id,))]
+    requeue_lost(service.services, queue)
+    assert queue.huey.pending_count() == 1  # its message waits again: left alone
+    service.drain()
+    [run] = service.runs()
+    assert run.status == "completed" and len(fake_github.check_runs(REPO)) == 1
+
+
+def test_the_sweep_reads_what_the_queue_holds_waiting_and_scheduled(service: Service) -> None:
+    queue = service.queue
+    queue.deliver("waiting")
+    queue.deliver.schedule(("retried", 2), delay=60)
+    queue.triage(7)
+    queue.close_check(1, "octo", "repo", 9, "reason", 0)
+    assert waiting_messages(queue) == recovery.Waiting(frozenset({"waiting", "retried"}), frozenset({7}))
+    assert waiting_messages(queue, limit=3) is None  # too long to read at every sweep: the grace decides
