@@ -31,14 +31,17 @@ RUN useradd --create-home --uid 10001 --user-group --shell /usr/sbin/nologin prt
     && mkdir -p /data /cache \
     && chown prtriage:prtriage /data /cache
 
-# The code stays in /srv/prtriage (installed editable): policies/ and migrations/ are read beside it.
+# A regular install, every dependency pinned (constraints.txt: what the tests ran with); the package carries
+# its policies, migrations and the demo's example, so the source is not kept.
 WORKDIR /srv/prtriage
-COPY pyproject.toml README.md alembic.ini ./
+COPY pyproject.toml README.md constraints.txt ./
 COPY app ./app
 COPY policies ./policies
 COPY migrations ./migrations
 COPY examples ./examples
-RUN pip install -e .
+RUN pip install -c constraints.txt . \
+    && cd / && rm -rf /srv/prtriage
+WORKDIR /data
 
 USER prtriage
 ENV PRTRIAGE_HOST=0.0.0.0 \

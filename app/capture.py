@@ -23,13 +23,14 @@ from app.analysis.matrix import ScriptReport, build_matrix
 from app.analysis.model import Matrix
 from app.analysis.policy import Policy, RecordLaunches, WorkflowRows, path_matches
 from app.analysis.workflow_rows import MAX_WORKFLOW_BYTES, WorkflowError, WorkflowRow, rows_from_workflow
+from app.bundled import package_file
 from app.sandbox.messages import OnProgress, progress_relay, stopped_reason
 from app.sandbox.runner import SandboxRun, SandboxSpec, run_harness
 from app.treehash import fingerprints, tree_digest
 
 log = logging.getLogger(__name__)
 
-HARNESS_DIR = Path(__file__).resolve().parent / "sandbox" / "harness"
+HARNESS_DIR = package_file("app.sandbox", "harness")
 # What decides a capture besides the repository: a new harness must not reuse an old harness's matrix.
 CAPTURE_HARNESS_FILES = ("capture.py", "common.py", "fsfakes.py", "stubs.py", "intercept.py",
                          "intercept_shell.py", "intercept_net.py", "vclock.py", "vpaths.py", "recbash.sh")

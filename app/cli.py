@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 import traceback
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
@@ -23,14 +24,21 @@ from typing import TextIO
 
 from app.analysis.doctor import doctor_json, doctor_text
 from app.analysis.model import Matrix
-from app.analysis.policy import Policy, PolicyError, builtin_policy, load_policy, parse_policy
+from app.analysis.policy import (
+    Policy,
+    PolicyError,
+    RecordLaunches,
+    builtin_policy,
+    load_policy,
+    parse_policy,
+)
 from app.analysis.render import render
 from app.analysis.workflow_commands import append_step_summary, render_github
 from app.analysis.workflow_commands import command as workflow_command
 from app.cachedir import DEFAULT_MAX_SIZE, parse_size, prune
 from app.capture import capture_matrix
 from app.config import ConfigError, StartupError, UsageError
-from app.engine import SANDBOX_HINT, AnalysisError, require_sandbox, run_check, run_doctor
+from app.engine import SANDBOX_HINT, AnalysisError, NothingCaptured, require_sandbox, run_check, run_doctor
 from app.gitrepo import GitError, cached_tree, github_slug
 from app.sandbox.runner import SandboxUnavailable
 
@@ -38,6 +46,29 @@ EXIT_OK, EXIT_BLOCKING, EXIT_USAGE, EXIT_CANNOT_RUN = 0, 1, 2, 3
 EXIT_STATUS_HELP = ("exit status: 0 no blocking finding, 1 blocking findings, 2 bad usage or invalid policy, "
                     "3 the analysis could not run or could not see (its health)")
 REPO_POLICY = ".github/pr-triage.yml"
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, its usage errors in one line (the usage itself is one `--help` away); exit status 2."""
+
+    def error(self, message: str) -> typing.NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
+def port_number(*, any_free: bool) -> Callable[[str], int]:
+    """An argparse type: a TCP port, 1-65535 (0 too when ANY_FREE: the system picks a free one)."""
+    lowest = 0 if any_free else 1
+
+    def parse(text: str) -> int:
+        try:
+            port = int(text, 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+        if not lowest <= port <= 65535:
+            raise argparse.ArgumentTypeError(f"{port} is not a port number ({lowest}-65535)")
+        return port
+
+    return parse
 
 
 @dataclass(frozen=True)
@@ -79,7 +110,7 @@ def fail(args: argparse.Namespace, message: str, status: int) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="prtriage", description="Stops pull requests from silently "
+    parser = Parser(prog="prtriage", description="Stops pull requests from silently "
                                      "breaking a repository's existing CI suites.", epilog=EXIT_STATUS_HELP)
     parser.add_argument("--version", action="version", version=f"prtriage {_version()}")
     commands = parser.add_subparsers(title="commands", required=True, metavar="COMMAND")
@@ -110,7 +141,7 @@ def _common_options(parser: argparse.ArgumentParser) -> None:
                         help="progress on stderr (default: when stderr is a terminal)")
 
 
-def _add_check(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_check(commands: argparse._SubParsersAction[Parser]) -> None:
     check = commands.add_parser(
         "check", help="which existing CI suites the head newly rejects",
         description="Replay the CI flag matrix through the base and head revisions' validation code. Give "
@@ -130,7 +161,7 @@ def _add_check(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     check.set_defaults(command=check_command)
 
 
-def _add_pre_push(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_pre_push(commands: argparse._SubParsersAction[Parser]) -> None:
     hook = commands.add_parser(
         "pre-push", help="check the commits about to be pushed (the hook of .pre-commit-hooks.yaml)",
         description="`check` of the git repository in the current directory from the merge base of the "
@@ -144,7 +175,7 @@ def _add_pre_push(commands: argparse._SubParsersAction[argparse.ArgumentParser])
     hook.set_defaults(command=pre_push_command, repo=Path("."), base_tree=None, head_tree=None)
 
 
-def _add_matrix(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_matrix(commands: argparse._SubParsersAction[Parser]) -> None:
     matrix = commands.add_parser(
         "matrix", help="the CI suites found at one revision",
         description="Capture the CI flag matrix of one revision: --repo with --rev, or --tree DIR.")
@@ -152,7 +183,7 @@ def _add_matrix(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     matrix.set_defaults(command=matrix_command)
 
 
-def _add_doctor(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_doctor(commands: argparse._SubParsersAction[Parser]) -> None:
     doctor = commands.add_parser(
         "doctor", help="how much of one revision the analysis sees, and which policy keys would help",
         description="Capture the CI flag matrix of one revision and validate it there (no diff): what "
@@ -163,7 +194,7 @@ def _add_doctor(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     doctor.set_defaults(command=doctor_command)
 
 
-def _add_followups(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_followups(commands: argparse._SubParsersAction[Parser]) -> None:
     followups = commands.add_parser(
         "followups", help="the prerequisites and promised follow-ups of a pull request",
         description="The references of a pull request: from its event payload (title and body; default "
@@ -194,14 +225,15 @@ def _one_revision_options(parser: argparse.ArgumentParser) -> None:
     _common_options(parser)
 
 
-def _add_service(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_service(commands: argparse._SubParsersAction[Parser]) -> None:
     serve = commands.add_parser(
         "serve", help="run the GitHub App: webhook intake, queue workers, dashboard",
         description="Serve the GitHub App until SIGTERM or SIGINT (the jobs in hand finish first). "
                     "Without DATABASE_URL and QUEUE_URL everything is embedded in PRTRIAGE_DATA_DIR "
                     "(SQLite), and the database is migrated at start-up. Settings: docs/service.md.")
     serve.add_argument("--host", help="address to listen on (default $PRTRIAGE_HOST, else 127.0.0.1)")
-    serve.add_argument("--port", type=int, help="port (default $PRTRIAGE_PORT, else 8000)")
+    serve.add_argument("--port", type=port_number(any_free=False),
+                       help="port, 1-65535 (default $PRTRIAGE_PORT, else 8000)")
     serve.set_defaults(command=serve_command)
     demo = commands.add_parser(
         "demo", help="the App end to end on this machine: a local GitHub, serve, the example pull request",
@@ -210,8 +242,9 @@ def _add_service(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
                     "pull request's `opened` webhook, and print the check run and the sticky comment the App "
                     "posts. The dashboard stays up until Ctrl-C. No GitHub account or setting is needed. "
                     "Exit 0 when the App reported, 3 when it could not.")
-    demo.add_argument("--port", type=int,
-                      help="port of the service (default $PRTRIAGE_PORT, else 8000; 0: any free port)")
+    demo.add_argument("--port", type=port_number(any_free=True),
+                      help="port of the service, 0-65535 (default $PRTRIAGE_PORT, else 8000; 0: any free "
+                      "port)")
     demo.add_argument("--once", action="store_true", help="stop as soon as the result is printed")
     demo.set_defaults(command=demo_command)
     worker = commands.add_parser(
@@ -263,9 +296,9 @@ def demo_command(args: argparse.Namespace) -> int:
     port = args.port
     if port is None:
         try:
-            port = int(os.environ.get("PRTRIAGE_PORT") or 8000)
-        except ValueError:
-            raise UsageError("PRTRIAGE_PORT: not a port number") from None
+            port = port_number(any_free=True)(os.environ.get("PRTRIAGE_PORT") or "8000")
+        except argparse.ArgumentTypeError as exc:
+            raise UsageError(f"PRTRIAGE_PORT: {exc}") from None
 
     def say(text: str) -> None:
         print(f"prtriage demo: {text}", flush=True)
@@ -330,9 +363,12 @@ def check_command(args: argparse.Namespace) -> int:
     cache_dir = cache_directory(args.cache_dir)
     base, head = check_revisions(args, cache_dir)
     policy = resolve_policy(args.policy, base, args.repo)
-    report = run_check(base.tree, head.tree, policy, base_sha=base.sha, head_sha=head.sha,
-                       cache_dir=cache_dir, allow_unsandboxed=args.allow_unsandboxed,
-                       progress=progress_printer(args.progress), repository=repository_of(args))
+    try:
+        report = run_check(base.tree, head.tree, policy, base_sha=base.sha, head_sha=head.sha,
+                           cache_dir=cache_dir, allow_unsandboxed=args.allow_unsandboxed,
+                           progress=progress_printer(args.progress), repository=repository_of(args))
+    except NothingCaptured as exc:
+        raise NothingCaptured(f"{exc}{default_policy_hint(policy, args)}") from None
     if args.format == "github":
         sys.stdout.write(render_github(report))
         append_step_summary(render(report, "markdown"))
@@ -369,6 +405,8 @@ def doctor_command(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(doctor_text(health, f"{revision.label} ({revision.sha})" if revision.sha
                                      else revision.label))
+    if health.suites == 0:
+        sys.stderr.write(default_policy_hint(policy, args).lstrip("\n") + "\n")
     return EXIT_OK if health.could_analyse else EXIT_CANNOT_RUN
 
 
@@ -440,6 +478,26 @@ def resolve_policy(explicit: Path | None, base: Revision, repo: Path | None) -> 
         return parse_policy(text, source)
     slug = github_slug(repo) if repo is not None else None
     return load_policy(builtin_policy(*slug) if slug else builtin_policy())
+
+
+def default_policy_hint(policy: Policy, args: argparse.Namespace) -> str:
+    """When the default policy found nothing: what it looks for, and how to write the repository's own."""
+    default = builtin_policy()
+    if policy != load_policy(default):
+        return ""
+    launching = [(", ".join(source.scripts), source.entry) for source in policy.matrix.sources
+                 if isinstance(source, RecordLaunches)]
+    looks_for = "; ".join(f"CI scripts matching {scripts} that launch a script matching {entry}"
+                          for scripts, entry in launching)
+    hint = (f"\n  This repository has no policy of its own ({REPO_POLICY} at the base) and none is built in: "
+            f"the default policy ({default}) looks for {looks_for}, and for validation code in "
+            f"{', '.join(policy.validation.paths)} (entry {policy.validation.entry})."
+            f"\n  Write the repository's own policy in {REPO_POLICY}: copy the default policy and adapt it "
+            "(every key: docs/policy.md), then pass it with --policy FILE")
+    if args.command is doctor_command:  # already where the hint would send them
+        return hint + "."
+    where = f"--repo {args.repo} --rev {args.base}" if args.repo is not None else f"--tree {args.base_tree}"
+    return f"{hint} and run\n  `prtriage doctor {where} --policy FILE` until it says the revision is healthy."
 
 
 def cache_directory(explicit: Path | None) -> Path:

@@ -13,6 +13,8 @@ from typing import Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
 from app.cachedir import DEFAULT_MAX_SIZE, parse_size
 
@@ -55,7 +57,7 @@ class Settings(BaseSettings):
     cache_max_size: int = Field(parse_size(DEFAULT_MAX_SIZE), ge=0, alias="PRTRIAGE_CACHE_MAX_SIZE")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", alias="PRTRIAGE_LOG_LEVEL")
     host: str = Field("127.0.0.1", alias="PRTRIAGE_HOST")
-    port: int = Field(8000, alias="PRTRIAGE_PORT")
+    port: int = Field(8000, ge=1, le=65535, alias="PRTRIAGE_PORT")
     # Queue consumers: threads of `serve` (0: none, jobs go to `prtriage worker`s) and of each `worker`.
     workers: int = Field(1, ge=0, le=64, alias="PRTRIAGE_WORKERS")
 
@@ -63,6 +65,19 @@ class Settings(BaseSettings):
     @classmethod
     def _size(cls, value: object) -> object:
         return parse_size(value) if isinstance(value, str) else value
+
+    @field_validator("database_url")
+    @classmethod
+    def _database_url(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                backend = make_url(value).get_backend_name()
+            except ArgumentError:
+                backend = None  # never the value in the message: it may hold a password
+            if backend not in ("postgresql", "sqlite"):
+                raise ValueError("not a PostgreSQL or SQLite URL (write postgresql://user:password@host:5432/"
+                                 "name or sqlite:////absolute/path.db)")
+        return value
 
     @model_validator(mode="after")
     def _one_key_source(self) -> Settings:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import os
 import signal
-import socket
 import tempfile
 import textwrap
 import threading
@@ -23,12 +22,13 @@ from pathlib import Path
 
 import httpx
 
-from app.config import ConfigError, Settings, StartupError
+from app.bundled import bundled
+from app.config import ConfigError, Settings
 from app.localgithub import FakeGitHub, make_app_key
 from app.localgithub.deliveries import delivery_headers, encode, packaged, pull_request_payload
 from app.localgithub.state import FakeCheckRun
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "incident"
+EXAMPLE = bundled("examples") / "incident"
 REPO = "example/incident"
 NUMBER = 1
 TITLE = "Forbid LoRA with --offload-train and --disable-weights-backuper"
@@ -77,8 +77,8 @@ def changed_files(base: dict[str, bytes], head: dict[str, bytes]) -> list[dict[s
 
 def example_directory() -> Path:
     if not (EXAMPLE / "base").is_dir() or not (EXAMPLE / "head").is_dir():
-        raise ConfigError(f"the bundled example is not installed ({EXAMPLE}): run the demo from a checkout "
-                          "of prtriage (pip install -e .)")
+        raise ConfigError(f"the bundled example is missing ({EXAMPLE}): reinstall prtriage "
+                          "(pip install --force-reinstall prtriage)")
     return EXAMPLE
 
 
@@ -105,19 +105,6 @@ def demo_settings(fake: FakeGitHub, secret: str, directory: Path, port: int) -> 
                     database_url=None, queue_url=None, dashboard_token=None, data_dir=directory / "data",
                     cache_dir=directory / "cache", host="127.0.0.1", port=port, workers=1,
                     log_level="WARNING")
-
-
-def listen(port: int) -> socket.socket:
-    """The service's socket, bound now (port 0: any free port), so that a taken port is a clear error and
-    no other process can take it between our check and the service's start."""
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        listener.bind(("127.0.0.1", port))
-    except OSError as exc:
-        listener.close()
-        raise StartupError(f"port {port} on 127.0.0.1: {exc.strerror}; choose another with --port") from None
-    return listener
 
 
 def wait_until_up(base_url: str, stopped: threading.Event, timeout: float = 60.0) -> bool:
@@ -195,10 +182,12 @@ def analysed(check: FakeCheckRun | None) -> bool:
 
 def run(port: int, *, once: bool, say: Say) -> int:
     """The demo; 0 when the App analysed the pull request and reported, 3 when it could not."""
-    example = example_directory()
-    listener = listen(port)
-    port = listener.getsockname()[1]
     from app import runtime  # the service machinery, only when the demo runs
+
+    example = example_directory()
+    # bound now, so that a taken port is a clear error and no other process takes it before serve starts
+    listener = runtime.listen("127.0.0.1", port)
+    port = listener.getsockname()[1]
 
     with tempfile.TemporaryDirectory(prefix="prtriage-demo-") as scratch:
         fake = FakeGitHub(make_app_key(), app_slug="prtriage-demo").start()

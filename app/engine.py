@@ -11,7 +11,7 @@ from pathlib import Path
 from app.analysis.diff import TreeDiff, diff_trees
 from app.analysis.health import Health, assess
 from app.analysis.model import Matrix, Suite, SuiteResult
-from app.analysis.policy import Policy
+from app.analysis.policy import Policy, RecordLaunches
 from app.analysis.report import CheckReport, Timing
 from app.analysis.verdict import verdict
 from app.capture import capture_matrix
@@ -27,6 +27,11 @@ SANDBOX_HINT = ("to run without it, pass --allow-unsandboxed (the repository's c
 
 class AnalysisError(Exception):
     """The analysis could not run (no sandbox, repository code that cannot load...): exit status 3."""
+
+
+class NothingCaptured(AnalysisError):
+    """The policy's CI scripts yielded no suite at all: most often a policy that does not fit the
+    repository."""
 
 
 @dataclass(frozen=True)
@@ -103,8 +108,11 @@ def _capture(tree: Path, policy: Policy, cache_dir: Path, allow_unsandboxed: boo
                                     on_progress=on_progress, repository=repository)
     if not matrix.suites:
         reasons = "; ".join(f"{f.script}: {f.reason}" for f in matrix.failed[:3])
-        raise AnalysisError(f"no CI suite captured at head ({matrix.scripts} CI scripts"
-                            f"{', ' + reasons if reasons else ''}): nothing to replay")
+        globs = [glob for source in policy.matrix.sources if isinstance(source, RecordLaunches)
+                 for glob in source.scripts]
+        raise NothingCaptured(f"no CI suite captured at head ({matrix.scripts} CI scripts match "
+                              f"{', '.join(globs) or 'no record_launches source'}"
+                              f"{'; ' + reasons if reasons else ''}): nothing to replay")
     return matrix, cached, time.monotonic() - started
 
 

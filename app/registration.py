@@ -16,10 +16,11 @@ from typing import Any
 import yaml
 from pydantic import SecretStr
 
+from app.bundled import package_file
 from app.config import ConfigError, Settings
 
 # A copy of the repository's app.yml, kept identical by a test: the package carries what serve offers.
-MANIFEST = Path(__file__).resolve().parent / "app.yml"
+MANIFEST = package_file("app", "app.yml")
 APP_FILE = "github-app.json"
 KEY_FILE = "github-app.pem"
 OWNER_ONLY = 0o600

@@ -4,6 +4,7 @@ is a clear error (exit 2 or 3) and not a crash on the first webhook."""
 
 from __future__ import annotations
 
+import errno
 import gc
 import hashlib
 import hmac
@@ -25,6 +26,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from starlette.types import ASGIApp
 
 from app import dashboard
+from app.analysis.explain import describe
 from app.cli import quiet_libraries
 from app.config import ConfigError, Settings, StartupError
 from app.github import GitHubApp
@@ -49,9 +51,16 @@ def load_settings(**overrides: Any) -> Settings:
         return with_registration(Settings(**{name: value for name, value in overrides.items()
                                              if value is not None}))
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(part) for part in error['loc']) or 'settings'}: {error['msg']}"
-                             for error in exc.errors())
+        problems = "; ".join(f"{_variable(error['loc'])}: {describe(error)}" for error in exc.errors())
         raise ConfigError(problems) from None
+
+
+def _variable(loc: tuple[int | str, ...]) -> str:
+    """The environment variable a setting's error is about (a field's name when it came as an override)."""
+    if not loc:
+        return "settings"
+    field = Settings.model_fields.get(str(loc[0]))
+    return field.alias if field is not None and field.alias else str(loc[0])
 
 
 def database_label(settings: Settings) -> str:
@@ -82,6 +91,19 @@ def ensure_schema(settings: Settings) -> None:
                           "`prtriage db upgrade`")
 
 
+def warn_if_key_exposed(settings: Settings) -> None:
+    """A key file other users may read lets them act as the App on every installation: say so (the service
+    still starts: the operator may have reasons, such as a group of its own)."""
+    path = settings.github_private_key_path
+    try:
+        mode = path.stat().st_mode & 0o777 if path is not None else 0
+    except OSError:
+        return  # unreadable: require_app has said so already
+    if mode & 0o077:
+        log.warning("GITHUB_PRIVATE_KEY_PATH %s has mode %04o: other users of this machine can read the "
+                    "App's key; make it readable by the service's user alone (chmod 0600)", path, mode)
+
+
 def prepare(settings: Settings) -> Services:
     """Everything a process that runs jobs needs, checked now: App id, key (it must sign), secret, schema."""
     if unregistered(settings):
@@ -89,6 +111,7 @@ def prepare(settings: Settings) -> Services:
                           "GITHUB_WEBHOOK_SECRET, or register one with `prtriage serve` (setup mode) in "
                           f"PRTRIAGE_DATA_DIR {settings.data_dir}")
     settings.require_app()
+    warn_if_key_exposed(settings)
     services = Services.from_settings(settings, github_app=GitHubApp.from_settings(settings))
     ensure_schema(settings)
     make_huey(settings)  # an unusable QUEUE_URL is a start-up error too
@@ -108,32 +131,56 @@ def settle_memory() -> None:
     gc.freeze()
 
 
+def listen(host: str, port: int) -> socket.socket:
+    """A socket bound to HOST:PORT now (port 0: any free one), before anything is announced: a host that is
+    not this machine's is a bad setting (exit 2), a taken port a clear start-up error (exit 3)."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                                             flags=socket.AI_PASSIVE)[0]
+    except socket.gaierror as exc:
+        raise ConfigError(f"PRTRIAGE_HOST/--host: cannot listen on {host!r}: {exc.strerror}") from None
+    listener = socket.socket(family, kind, proto)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind(address)
+    except OSError as exc:
+        listener.close()
+        if exc.errno == errno.EADDRNOTAVAIL:
+            raise ConfigError(f"PRTRIAGE_HOST/--host: {host} is not an address of this machine") from None
+        raise StartupError(f"port {port} on {host}: {exc.strerror}; choose another with --port") from None
+    return listener
+
+
 def serve(settings: Settings, *, listener: socket.socket | None = None) -> int:
     """Serve until SIGTERM/SIGINT; on LISTENER when given (a socket bound already, e.g. to port 0), else on
     the settings' host and port. Without any App (environment or data directory): setup mode first."""
     _log_levels(settings)
     settings = with_registration(settings)
+    # bound before anything is announced: a bad host or a taken port is the one thing said
+    bound = listener if listener is not None else listen(settings.host, settings.port)
     base = f"http://{settings.host if ':' not in settings.host else f'[{settings.host}]'}:{settings.port}/"
     running: list[Services] = []  # the service's, once it runs (at once, or after the registration)
-    if unregistered(settings):
-        app: ASGIApp = _setup_mode(settings, base, running)
-    else:
-        running.append(prepare(settings))
-        app = create_app(settings, services=running[0], workers=settings.workers)
-        _announce(settings, base)
-    config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level=settings.log_level.lower(),
-                            access_log=settings.log_level == "DEBUG", timeout_graceful_shutdown=None,
-                            lifespan="on")
-    settle_memory()
-    # uvicorn stops gracefully on SIGTERM/SIGINT, then raises the signal again for the previous handler:
-    # make that a no-op, so a requested stop exits 0 and not by the signal
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: None)
     try:
-        uvicorn.Server(config).run(sockets=[listener] if listener is not None else None)
+        if unregistered(settings):
+            app: ASGIApp = _setup_mode(settings, base, running)
+        else:
+            running.append(prepare(settings))
+            app = create_app(settings, services=running[0], workers=settings.workers)
+            _announce(settings, base)
+        config = uvicorn.Config(app, host=settings.host, port=settings.port, lifespan="on",
+                                log_level=settings.log_level.lower(), timeout_graceful_shutdown=None,
+                                access_log=settings.log_level == "DEBUG")
+        settle_memory()
+        # uvicorn stops gracefully on SIGTERM/SIGINT, then raises the signal again for the previous handler:
+        # make that a no-op, so a requested stop exits 0 and not by the signal
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, lambda *_: None)
+        uvicorn.Server(config).run(sockets=[bound])
     finally:
         for services in running:
             services.close()
+        if listener is None:
+            bound.close()
     return 0
 
 

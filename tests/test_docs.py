@@ -81,7 +81,9 @@ def test_the_quick_start_begins_with_the_demo_and_names_real_commands() -> None:
     readme = (ROOT / "README.md").read_text()
     quick_start = readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]
     block = quick_start.split("```", 2)[1].strip().splitlines()
-    assert block[0] == ".venv/bin/prtriage demo"
+    assert block == ["bash scripts/demo", "bash scripts/check"]
+    assert (ROOT / "scripts" / "demo").is_file() and (ROOT / "scripts" / "check").is_file()
+    assert "bash scripts/check" in (ROOT / ".ci" / "run").read_text()
     table = readme.split("## Commands", 1)[1].split("\n## ", 1)[0]
     named = {row.split("`prtriage ", 1)[1].split()[0].strip("`") for row in table.splitlines()
              if row.startswith("| `prtriage ")}

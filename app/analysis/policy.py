@@ -16,9 +16,11 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from app.analysis.explain import describe, location
 from app.analysis.model import Severity
+from app.bundled import bundled
 
-POLICIES_DIR = Path(__file__).resolve().parents[2] / "policies"
+POLICIES_DIR = bundled("policies")
 
 
 class PolicyError(Exception):
@@ -301,9 +303,9 @@ def parse_policy(text: str, source: str) -> Policy:
         return Policy.model_validate(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
-        key = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        key = location(first, Policy) or "(top level)"
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        raise PolicyError(f"{source}: {key}: {first['msg']}{more}") from None
+        raise PolicyError(f"{source}: {key}: {describe(first, Policy)}{more}") from None
 
 
 def load_policy(path: Path) -> Policy:

@@ -3,18 +3,17 @@ that answer without credentials, and none of them shows data."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import FileResponse, RedirectResponse
 from starlette.responses import Response
 
+from app.bundled import package_file
 from app.dashboard.auth import SESSION_COOKIE, SESSION_SECONDS, safe_next
 from app.dashboard.deps import GateDep
 from app.dashboard.forms import FormFields
 from app.dashboard.views import error_page, render
 
-STATIC = Path(__file__).parent / "static"
+STATIC = package_file("app.dashboard", "static")
 STATIC_FILES = {"dashboard.css": "text/css"}
 
 router = APIRouter(include_in_schema=False)

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import shlex
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from fastapi import Request
 from fastapi.templating import Jinja2Templates
 from starlette.responses import Response
 
+from app.bundled import package_file
 from app.dashboard.auth import Viewer
 
-TEMPLATES = Jinja2Templates(directory=Path(__file__).parent / "templates")
+TEMPLATES = Jinja2Templates(directory=package_file("app.dashboard", "templates"))
 PAGE_HEADERS = {
     # Titles of private repositories: never kept by a shared cache or the browser's disk cache.
     "Cache-Control": "no-store",

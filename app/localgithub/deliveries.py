@@ -8,12 +8,12 @@ import hashlib
 import hmac
 import json
 import uuid
-from pathlib import Path
 from typing import Any
 
+from app.bundled import package_file
 from app.localgithub.server import FakeGitHub
 
-WEBHOOKS = Path(__file__).resolve().parent / "webhooks"
+WEBHOOKS = package_file("app.localgithub", "webhooks")
 
 
 def packaged(name: str) -> dict[str, Any]:

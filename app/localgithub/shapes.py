@@ -12,12 +12,12 @@ import copy
 import functools
 import hashlib
 import json
-from pathlib import Path
 from typing import Any
 
+from app.bundled import package_file
 from app.localgithub.state import FakeCheckRun, FakeComment, FakeIssue, FakePull, FakeRepo, Installation
 
-REST = Path(__file__).resolve().parent / "rest"
+REST = package_file("app.localgithub", "rest")
 DOCS = "https://docs.github.com/rest"
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from app.analysis.policy import Limits
+from app.bundled import package_file
 from app.sandbox.bwrap import (
     BWRAP_ENV,
     LAUNCH_ENV,
@@ -37,8 +38,8 @@ from app.sandbox.stage import TOOLS, find_tools, launch_prefix, stage_view, stag
 from app.sandbox.supervise import SandboxInit, Watch, supervise
 from app.sandbox.view import HARNESS, JOB, REPO, build_view
 
-HARNESS_DIR = Path(__file__).resolve().parent / "harness"
-REAPER = Path(__file__).resolve().parent / "reap.py"
+HARNESS_DIR = package_file("app.sandbox", "harness")
+REAPER = package_file("app.sandbox", "reap.py")
 PROBE_LIMITS = Limits(total_seconds=30)
 INSTALL_HINT = "install it (Debian/Ubuntu: apt-get install bubblewrap) or point PRTRIAGE_BWRAP at it"
 

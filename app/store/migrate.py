@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
+from app.bundled import bundled
 from app.store.session import make_engine
 
-MIGRATIONS = Path(__file__).resolve().parents[2] / "migrations"
+MIGRATIONS = bundled("migrations")
 
 
 def alembic_config(url: str) -> Config:
-    """Alembic's configuration for `url`, with the repository's migrations/ as the script location."""
+    """Alembic's configuration for `url`, with the package's migrations as the script location."""
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     # ConfigParser interpolation would read a % in a password as a reference.

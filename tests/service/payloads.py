@@ -1,5 +1,6 @@
-"""Real webhook payloads from the shared fixtures, pointed at the fake GitHub (only ids, names, shas and URLs
-are changed), and signed as GitHub signs them."""
+"""Real webhook payloads (tests/fixtures/github/webhooks: copies of the shared GitHub fixtures, compared
+with them by tests/github/test_localgithub_copies.py), pointed at the fake GitHub (only ids, names, shas
+and URLs are changed), and signed as GitHub signs them."""
 
 from __future__ import annotations
 
@@ -13,9 +14,7 @@ from app.localgithub.deliveries import encode as encode  # re-exported for the t
 from app.localgithub.deliveries import point_at as point_at  # re-exported for the tests
 from app.localgithub.deliveries import pull_request_payload
 
-WEBHOOKS = Path("/work/shared/fixtures/github/webhooks")
-if not WEBHOOKS.is_dir():  # a checkout outside this machine's layout
-    WEBHOOKS = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "github" / "webhooks"
+WEBHOOKS = Path(__file__).resolve().parents[1] / "fixtures" / "github" / "webhooks"
 
 SECRET = "It's a Secret to Everybody"  # GitHub's own example secret for webhook signatures
 

@@ -1,6 +1,6 @@
 """Property-based fuzzing of the intake over real HTTP: signed deliveries made from the real payloads of the
-shared fixtures, mutated (values replaced, removed, turned into strings, huge numbers, deep nesting, NaN …)
-or random, never answer 500, and a refused one leaves nothing stored.
+GitHub fixtures (tests/fixtures/github), mutated (values replaced, removed, turned into strings, huge
+numbers, deep nesting, NaN …) or random, never answer 500, and a refused one leaves nothing stored.
 
 PRTRIAGE_FUZZ_EXAMPLES sets the number of examples per database (default 300; docs/service.md records a run
 of 10,000)."""
