@@ -137,6 +137,7 @@ def titan_shaped_policy(*functions: str) -> Policy:
             "disabled": "disabled", "runs": "override_args", "shell_words": True, "per_run": ["configs"],
             "args": ["--module={configs.__module__}", "--config={configs.__name__}",
                      "--dump_folder", "/out/{definition.test_name}"],
+            "defaults": {"configs.__module__": "recipes.default"},
             "entry": "titan/train.py", "env": {"RUNNER_TEMP": "/runner/_temp"}}]},
         "harness": {"limits": {"suite_seconds": 20}},
     })
@@ -166,9 +167,10 @@ def test_definitions_are_collected_in_the_sandbox_each_run_a_suite(tmp_path: Pat
                          "/out/checkpoint", "--training.steps", "10"],
         "checkpoint#2": ["--module=recipes.features", "--config=debugmodel_load", "--dump_folder",
                          "/out/checkpoint", "--training.steps", "20"],
-        # no configs: the words naming them are left out, the run's own strings split as the shell does
-        "old_style": ["--dump_folder", "/out/old_style", "--module", "graph.llama3", "--config",
-                      "graph_debugmodel", "--compile.mode", "jit"],
+        # no configs: a word with a default takes it, one without is left out; the run's own strings are
+        # split as the shell splits them
+        "old_style": ["--module=recipes.default", "--dump_folder", "/out/old_style", "--module",
+                      "graph.llama3", "--config", "graph_debugmodel", "--compile.mode", "jit"],
     }
     assert not cached
     assert {suite.entry for suite in matrix.suites} == {"titan/train.py"}

@@ -192,6 +192,8 @@ class PythonDefinitions(_Strict):
                             "'{field}' is a definition attribute ('{definition.ngpu}') or a per_run item "
                             "('{configs.__name__}'), as str.format reads it; a word naming a per_run item "
                             "the run lacks is left out.")
+    defaults: dict[str, str] = Field(default_factory=dict, description="Values of `args` fields for a run "
+                                     "that lacks the per_run item ('configs.__module__': 'llama3').")
     entry: str = Field("", description="The entry script, repo-relative (sys.argv[0] of validation).")
     env: dict[str, str] = Field(default_factory=dict, description="Job environment of every suite.")
 

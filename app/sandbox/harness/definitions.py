@@ -49,7 +49,8 @@ def suites_of(definition: Any, source: dict[str, Any]) -> tuple[str, bool, list[
         fields: dict[str, Any] = {"definition": definition}
         for attr, items in per_run.items():
             fields[attr] = items[index] if index < len(items) else None
-        rendered = (_render(template, fields) for template in source.get("args") or ())
+        defaults = dict(source.get("defaults") or {})
+        rendered = (_render(template, fields, defaults) for template in source.get("args") or ())
         argv = [word for word in rendered if word is not None] + words
         suites.append({"name": name if len(runs) == 1 else f"{name}#{index + 1}", "argv": argv[:MAX_WORDS]})
     return name, False, suites
@@ -72,17 +73,32 @@ def _runs(definition: Any, attr: str | None, shell_words: bool) -> list[list[str
     return runs or [[]]
 
 
-def _render(template: str, fields: dict[str, Any]) -> str | None:
-    """`template` with its fields; None (the word is left out) when a field names a per_run item this run
-    lacks, as a runner that passes `--config` only for definitions that have configs."""
-    for _, field, _, _ in string.Formatter().parse(template):
-        root = (field or "").split(".")[0].split("[")[0]
-        if field is not None and fields.get(root) is None:
-            return None
+def _render(template: str, fields: dict[str, Any], defaults: dict[str, Any]) -> str | None:
+    """`template` with its fields. A field naming a per_run item this run lacks takes its `defaults` value
+    (run_train.sh's `MODULE=${MODULE:-llama3}`), or, without one, the word is left out."""
     try:
-        return _word(template.format(**fields))
+        return _word(_Fields(defaults).format(template, **fields))
+    except _Missing:
+        return None
     except (AttributeError, IndexError, KeyError, ValueError, TypeError) as exc:
         raise DefinitionError(f"{template!r}: {type(exc).__name__}: {exc}") from None
+
+
+class _Missing(Exception):
+    """A field of a per_run item the run lacks, with no default."""
+
+
+class _Fields(string.Formatter):
+    def __init__(self, defaults: dict[str, Any]) -> None:
+        self.defaults = defaults
+
+    def get_field(self, field_name: str, args: Any, kwargs: Any) -> Any:
+        root = field_name.split(".")[0].split("[")[0]
+        if kwargs.get(root) is None:
+            if field_name in self.defaults:
+                return self.defaults[field_name], field_name
+            raise _Missing(field_name)
+        return super().get_field(field_name, args, kwargs)
 
 
 def _word(value: Any) -> str:
