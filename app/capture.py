@@ -21,7 +21,7 @@ from typing import Any
 
 from app.analysis.matrix import ScriptReport, build_matrix
 from app.analysis.model import Matrix
-from app.analysis.policy import Policy, RecordLaunches, WorkflowRows, path_matches
+from app.analysis.policy import Policy, PythonDefinitions, RecordLaunches, WorkflowRows, path_matches
 from app.analysis.workflow_rows import MAX_WORKFLOW_BYTES, WorkflowError, WorkflowRow, rows_from_workflow
 from app.bundled import package_file
 from app.sandbox.messages import OnProgress, progress_relay, stopped_reason
@@ -32,8 +32,9 @@ log = logging.getLogger(__name__)
 
 HARNESS_DIR = package_file("app.sandbox", "harness")
 # What decides a capture besides the repository: a new harness must not reuse an old harness's matrix.
-CAPTURE_HARNESS_FILES = ("capture.py", "common.py", "fsfakes.py", "stubs.py", "intercept.py",
-                         "intercept_shell.py", "intercept_net.py", "vclock.py", "vpaths.py", "recbash.sh")
+CAPTURE_HARNESS_FILES = ("capture.py", "common.py", "definitions.py", "fsfakes.py", "stubs.py",
+                         "intercept.py", "intercept_shell.py", "intercept_net.py", "vclock.py", "vpaths.py",
+                         "recbash.sh")
 SKIPPED_DIRS = frozenset({".git", "__pycache__"})
 MAX_CACHE_ENTRIES = 64  # per policy; the least recently used go first
 # What the capture harness runs: `id` names its report; a workflow row adds `args` and `env`.
@@ -52,6 +53,8 @@ def capture_matrix(tree: Path, policy: Policy, *, cache_dir: Path | None, allow_
         elif isinstance(source, WorkflowRows):
             scripts[index], off = list_rows(tree, source)
             disabled[index] = [ScriptReport(label, "disabled") for label in off]
+        elif isinstance(source, PythonDefinitions):
+            scripts[index] = [{"id": target, "script": target} for target in source.functions]
     listed = [f"{index}:{item['id']}" for index, items in sorted(scripts.items()) for item in items]
     cache = MatrixCache(cache_dir / "matrix" / repository_key(repository) / capture_key(policy),
                         tree_digest(fingerprints(tree))) if cache_dir else None

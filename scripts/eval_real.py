@@ -5,7 +5,14 @@
         [--out benchmarks/out/eval_real.json]
     .venv/bin/python scripts/eval_real.py --repo /tmp/slime --since 2026-07-01 --newest-first \
         --policy policies/THUDM/slime.yml --out benchmarks/out/eval_slime.json
+    .venv/bin/python scripts/eval_real.py --repo /tmp/torchtitan --since 2026-07-01 --newest-first \
+        --limit 20 --policy policies/pytorch/torchtitan.yml --exclude-path tests/assets/c4_test/data.json \
+        --out benchmarks/out/eval_torchtitan.json
     .venv/bin/python scripts/eval_real.py --table-from benchmarks/out/eval_real.json
+
+A clone that lacks some blobs (a mirror without its largest files) cannot be exported whole: each
+--exclude-path leaves one out, and the two revisions are exported and checked as trees (--base-tree,
+--head-tree).
 
 For each first-parent commit of --branch since --since whose diff against its parent touches the policy's
 `validation.paths`, runs `prtriage check --repo REPO --base <parent> --head <commit> --format json` (one
@@ -72,23 +79,40 @@ def changes_validation(repo: Path, commit: Commit, policy: Policy) -> bool:
     return policy.touches_validation(changed)
 
 
-def check(repo: Path, commit: Commit, policy_path: Path, cache_dir: Path,
-          timeout: float) -> tuple[int | None, dict[str, Any] | None, str, float]:
+def check(repo: Path, commit: Commit, policy_path: Path, cache_dir: Path, timeout: float,
+          exclude: list[str]) -> tuple[int | None, dict[str, Any] | None, str, float]:
     """Exit status (None on timeout), the JSON report (None without one), stderr's tail, seconds."""
-    command = [*prtriage(), "check", "--repo", str(repo), "--base", commit.parent, "--head", commit.sha,
-               "--policy", str(policy_path), "--format", "json", "--cache-dir", str(cache_dir),
+    options = ["--policy", str(policy_path), "--format", "json", "--cache-dir", str(cache_dir),
                "--no-progress"]
     started = time.perf_counter()
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return None, None, f"timed out after {timeout:.0f} s", time.perf_counter() - started
+    with tempfile.TemporaryDirectory(prefix="eval-trees-") as trees:
+        if exclude:  # a mirror that lacks some blobs: both trees exported without them, checked as trees
+            base, head = Path(trees) / "base", Path(trees) / "head"
+            export(repo, commit.parent, base, exclude)
+            export(repo, commit.sha, head, exclude)
+            command = [*prtriage(), "check", "--base-tree", str(base), "--head-tree", str(head), *options]
+        else:
+            command = [*prtriage(), "check", "--repo", str(repo), "--base", commit.parent, "--head",
+                       commit.sha, *options]
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None, None, f"timed out after {timeout:.0f} s", time.perf_counter() - started
     seconds = time.perf_counter() - started
     try:
         report = json.loads(done.stdout)
     except json.JSONDecodeError:
         report = None
     return done.returncode, report, done.stderr[-2000:], seconds
+
+
+def export(repo: Path, sha: str, dest: Path, exclude: list[str]) -> None:
+    """SHA's tree unpacked at DEST without the EXCLUDE paths (`git archive` pathspecs)."""
+    dest.mkdir(parents=True)
+    pathspecs = [".", *(f":(exclude){path}" for path in exclude)]
+    archive = subprocess.run(["git", "-C", str(repo), "archive", "--format=tar", sha, "--", *pathspecs],
+                             capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
 
 
 def prtriage() -> list[str]:
@@ -120,7 +144,8 @@ def findings(report: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def evaluate(repo: Path, commit: Commit, args: argparse.Namespace, cache_dir: Path) -> dict[str, Any]:
-    status, report, stderr, seconds = check(repo, commit, args.policy, cache_dir, args.timeout)
+    status, report, stderr, seconds = check(repo, commit, args.policy, cache_dir, args.timeout,
+                                            args.exclude_path)
     row: dict[str, Any] = {"sha": commit.sha, "parent": commit.parent, "subject": commit.subject,
                            "exit": status, "seconds": round(seconds, 1)}
     if report is None:
@@ -196,6 +221,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--newest-first", action="store_true", help="check the newest commit first")
     parser.add_argument("--policy", type=Path, default=POLICY)
     parser.add_argument("--cache-dir", type=Path, help="shared by every check (default: a temp dir)")
+    parser.add_argument("--exclude-path", action="append", default=[], metavar="PATH",
+                        help="check exported trees without PATH (a blob the clone lacks); repeatable")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds for one check")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/out/eval_real.json"))
     parser.add_argument("--table-from", type=Path, metavar="JSON", help="print a saved run's table")

@@ -34,7 +34,7 @@ def run_repo_module(tmp_path: Path, module_source: str, policy: dict[str, Any] |
         sys.path[:0] = [{str(HARNESS)!r}, {str(repo)!r}, {str(outside)!r}]
         import stubs
         try:
-            stubs.install({str(repo)!r}, json.loads({json.dumps(policy or {})!r}))
+            stubs.install({str(repo)!r}, json.loads({json.dumps(with_torch_stubbed(policy))!r}))
         except stubs.MissingRealPackage as exc:
             print(json.dumps({{"missing": str(exc)}}))
             raise SystemExit(0)
@@ -42,6 +42,14 @@ def run_repo_module(tmp_path: Path, module_source: str, policy: dict[str, Any] |
         print(json.dumps(pkg.mod.RESULT))
     """)
     return run_probe_program(tmp_path, probe)
+
+
+def with_torch_stubbed(policy: dict[str, Any] | None) -> dict[str, Any]:
+    """torch is these tests' absent module; a machine that has CPU torch installed (for real repositories'
+    validation) stubs it all the same."""
+    policy = dict(policy or {})
+    policy["stub_modules"] = ["torch", *policy.get("stub_modules", [])]
+    return policy
 
 
 def test_repository_classes_subclass_decorate_and_hint_with_stubs(tmp_path: Path) -> None:
@@ -173,7 +181,7 @@ def test_a_missing_real_package_is_a_clear_error(tmp_path: Path) -> None:
 def test_stubbing_can_be_switched_off(tmp_path: Path) -> None:
     result = run_repo_module(tmp_path, """
         try:
-            import torch
+            import megatron
             RESULT = "stubbed"
         except ImportError:
             RESULT = "import error"

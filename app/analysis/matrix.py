@@ -14,10 +14,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.analysis.model import CaptureFailure, Matrix, Suite
-from app.analysis.policy import Policy, Recording, StaticSuites
+from app.analysis.policy import Policy, PythonDefinitions, Recording, StaticSuites
 
 RUNTIME_ENV_OPTION = "--runtime-env-json"
 PARTIAL = "partial capture: "  # reason prefix of a script that yielded suites and then failed
+# What one python_definitions function may report: the sandbox's word, bounded again on the host.
+MAX_DEFINED_SUITES = 1024
+MAX_DEFINED_WORDS = 512
+MAX_DEFINED_CHARS = 4096
 
 
 @dataclass(frozen=True)
@@ -29,12 +33,35 @@ class ScriptReport:
     launches: tuple[Mapping[str, Any], ...] = ()
     reason: str | None = None
     ended: bool = False  # the script ran to its end (or exited 0): nothing stopped it early
+    # python_definitions: the definitions' runs ({"name", "argv"}) and the names of disabled definitions
+    suites: tuple[Mapping[str, Any], ...] = ()
+    disabled: tuple[str, ...] = ()
 
     @classmethod
     def from_message(cls, message: Mapping[str, Any]) -> ScriptReport:
+        suites = message.get("suites") or []
+        disabled = message.get("disabled") or []
+        if not isinstance(suites, list) or not isinstance(disabled, list):
+            raise TypeError("suites and disabled must be lists")
         return cls(script=str(message["script"]), status=str(message["status"]),
                    launches=tuple(message.get("launches") or ()), reason=message.get("reason"),
-                   ended=message.get("ended") is True)
+                   ended=message.get("ended") is True, suites=tuple(suites[:MAX_DEFINED_SUITES]),
+                   disabled=tuple(str(name)[:MAX_DEFINED_CHARS] for name in disabled[:MAX_DEFINED_SUITES]))
+
+
+def suites_from_definitions(report: ScriptReport, source: PythonDefinitions) -> list[Suite]:
+    """The suites a python_definitions function reported: ids `function::name`, argv as reported (bounded,
+    words only), the source's entry and env. A malformed item is left out."""
+    suites: list[Suite] = []
+    for item in report.suites:
+        argv = item.get("argv") if isinstance(item, Mapping) else None
+        if not isinstance(argv, list) or not all(isinstance(word, str) for word in argv):
+            continue
+        name = str(item.get("name"))[:MAX_DEFINED_CHARS]
+        suites.append(Suite(id=f"{report.script}::{name}", script=report.script,
+                            argv=tuple(word[:MAX_DEFINED_CHARS] for word in argv[:MAX_DEFINED_WORDS]),
+                            env=dict(source.env), entry=source.entry))
+    return suites
 
 
 def suites_from_launches(script: str, launches: Sequence[Mapping[str, Any]], source: Recording,
@@ -106,12 +133,19 @@ def build_matrix(policy: Policy, reports: Mapping[int, Sequence[ScriptReport]], 
                                 env=dict(s.env)) for s in source.suites)
             continue
         for report in sorted(reports.get(index, ()), key=lambda r: r.script):
+            if isinstance(source, PythonDefinitions):
+                disabled.extend(f"{report.script}::{name}" for name in report.disabled)
             if report.status == "disabled":
-                disabled.append(report.script)
+                if not isinstance(source, PythonDefinitions):
+                    disabled.append(report.script)
                 continue
             scripts += 1
-            found = suites_from_launches(report.script, report.launches, source, repo_mount)
-            kind, note = script_kind(report, found, source)
+            if isinstance(source, PythonDefinitions):
+                found = suites_from_definitions(report, source)
+                kind, note = definitions_kind(report, found)
+            else:
+                found = suites_from_launches(report.script, report.launches, source, repo_mount)
+                kind, note = script_kind(report, found, source)
             if note is not None:
                 kinds[kind].append(note)
             if found:
@@ -137,6 +171,15 @@ def script_kind(report: ScriptReport, found: list[Suite],
     if report.ended:
         return "no_entry", CaptureFailure(report.script, _launched(report, source))
     return "failed", CaptureFailure(report.script, report.reason or "no launch recorded")
+
+
+def definitions_kind(report: ScriptReport, found: list[Suite]) -> tuple[str, CaptureFailure | None]:
+    """A python_definitions function is "captured", "partial" (some definitions failed) or "failed"."""
+    if found:
+        if report.reason:
+            return "partial", CaptureFailure(report.script, PARTIAL + report.reason)
+        return "captured", None
+    return "failed", CaptureFailure(report.script, report.reason or "no suite defined")
 
 
 def _launched(report: ScriptReport, source: Recording) -> str:

@@ -22,9 +22,19 @@ import traceback
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # inside the sandbox the harness directory is on sys.path, siblings are top-level modules
-    from app.sandbox.harness import common, fsfakes, intercept, intercept_net, intercept_shell, stubs, vclock
+    from app.sandbox.harness import (
+        common,
+        definitions,
+        fsfakes,
+        intercept,
+        intercept_net,
+        intercept_shell,
+        stubs,
+        vclock,
+    )
 else:
     import common
+    import definitions
     import fsfakes
     import intercept
     import intercept_net
@@ -33,8 +43,8 @@ else:
     import vclock
 
 HARNESS_DIR = os.path.dirname(os.path.abspath(__file__))
-HARNESS_MODULES = ("common", "fsfakes", "vpaths", "intercept", "intercept_net", "intercept_shell", "stubs",
-                   "vclock")
+HARNESS_MODULES = ("common", "definitions", "fsfakes", "vpaths", "intercept", "intercept_net",
+                   "intercept_shell", "stubs", "vclock")
 SOFT_LIMIT_SHARE = 0.8  # of suite_seconds: the child stops itself first and still reports what it saw
 MAX_SHELL_SECONDS = 20.0
 
@@ -93,6 +103,8 @@ class Capture:
         vclock.install()
         registration: dict[str, Any] = {}
         os.environ.update(item["env"])  # a workflow row's job env: this child's alone
+        if self.source.get("kind") == "python_definitions":
+            return self.define(item["id"])
         outcome = self.run_script(item, registration)
         return self.message(item["id"], records, outcome, registration, settings.problems)
 
@@ -124,6 +136,38 @@ class Capture:
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
         return "ended", None
+
+    def define(self, target: str) -> dict[str, Any]:
+        """A python_definitions function's message: its definitions' runs as `suites`, as CI imports it
+        (`python -m` from the repository root)."""
+        sys.argv = ["-m"]
+        sys.path[:] = [self.repo, *(p for p in sys.path if p != HARNESS_DIR)]
+        for name in HARNESS_MODULES:
+            sys.modules.pop(name, None)
+        suites: list[dict[str, Any]] = []
+        disabled: list[str] = []
+        failures: list[str] = []
+        signal.signal(signal.SIGALRM, _out_of_time)
+        signal.setitimer(signal.ITIMER_REAL, self.seconds * SOFT_LIMIT_SHARE)
+        try:
+            for found in definitions.call_function(target):
+                try:
+                    name, off, runs = definitions.suites_of(found, self.source)
+                except (Exception, _OutOfTime) as error:  # one bad definition: the others still count
+                    failures.append(f"{type(error).__name__}: {error}{self.where(error)}")
+                    continue
+                if off:
+                    disabled.append(name)
+                suites.extend(runs)
+        except BaseException as error:  # the function's own failure, whatever it is, is the reason
+            failures.insert(0, f"{type(error).__name__}: {error}{self.where(error)}")
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        reason = "; ".join(failures[:3]) + (f" (and {len(failures) - 3} more)" if len(failures) > 3 else "")
+        status = "captured" if suites else "disabled" if disabled and not failures else "failed"
+        return {"type": "script", "script": target, "status": status, "launches": [], "suites": suites,
+                "disabled": disabled, "reason": reason or None, "registration": None, "repo": self.repo,
+                "ended": not failures}
 
     def hook_registration(self, registration: dict[str, Any]) -> None:
         """Wrap the CI registration function in its real module, so the script's import gets the wrapper."""

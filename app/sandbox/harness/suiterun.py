@@ -11,6 +11,7 @@ for), and a suite accepted at one revision is judged by its outcomes.
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 import sys
@@ -30,6 +31,9 @@ else:
     import tolerant
 
 MAX_MESSAGE = 2000
+TAIL_CHARS = 8192  # of stderr, kept while the entry runs
+MAX_USAGE_CHARS = 600
+BOX_CHARS = "│╭╮╰╯─┃━┏┓┗┛ \t"  # the frame tyro (rich) draws around its errors
 MAX_LEARNING_RETRIES = 200
 RECORD_SHARE = 0.5  # of the suite's remaining time: what is left after it still reports the outcome
 
@@ -114,11 +118,56 @@ def call_entry(revision: Revision, suite: dict[str, Any]) -> BaseException | Non
     """The exception the entry ended with, None when it returned."""
     set_environment(revision.base_env, suite)
     sys.argv = [_entry_path(revision.repo, suite.get("entry") or ""), *suite["argv"]]
+    printed, stderr = _Tail(sys.stderr), sys.stderr
+    sys.stderr = printed
     try:
         revision.entry()
     except (Exception, SystemExit) as exc:
-        return exc
+        return _with_usage_error(exc, printed.text())
+    finally:
+        sys.stderr = stderr
     return None
+
+
+class _Tail(io.TextIOBase):
+    """stderr as it was, keeping its last TAIL_CHARS: what a parser printed before it exited."""
+
+    def __init__(self, through: Any) -> None:
+        self.through, self.kept = through, ""
+
+    def write(self, text: str) -> int:
+        self.kept = (self.kept + text)[-TAIL_CHARS:]
+        return self.through.write(text)
+
+    def flush(self) -> None:
+        self.through.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+    def text(self) -> str:
+        return self.kept
+
+
+def _with_usage_error(exc: BaseException, printed: str) -> BaseException:
+    """A parser's `SystemExit: 2` says nothing; the error it printed (tyro's last framed box, argparse's
+    `error:` line) becomes its message, and its traceback stays (errors are grouped by where they rose)."""
+    if not isinstance(exc, SystemExit) or exc.code in (None, 0) or not isinstance(exc.code, int):
+        return exc
+    said = _usage_error(printed.splitlines())
+    if not said:
+        return exc
+    return SystemExit(f"{exc.code}: {said[:MAX_USAGE_CHARS]}").with_traceback(exc.__traceback__)
+
+
+def _usage_error(lines: list[str]) -> str:
+    box = max((i for i, line in enumerate(lines) if line.lstrip().startswith("╭")), default=None)
+    if box is not None:  # log lines before the box are no part of the error
+        lines = lines[box:]
+    said = [line.strip(BOX_CHARS) for line in lines]
+    said = [line for line in said if line and not line.lower().startswith(("usage:", "for full helptext"))]
+    errors = [line for line in said if "error:" in line.lower()]
+    return " ".join(said if box is not None else errors[-1:] or said[-3:])
 
 
 def set_environment(base_env: dict[str, str], suite: dict[str, Any]) -> None:

@@ -8,8 +8,10 @@ nothing of `app`, only the standard library and sibling harness modules. Sends o
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
 import sys
+import types
 from typing import TYPE_CHECKING, Any
 
 HARNESS_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -71,7 +73,7 @@ class Job:
         try:
             owner: Any = importlib.import_module(module_name)
             for name in function.split("."):
-                owner = getattr(owner, name)
+                owner = _instance_method(owner, name) or getattr(owner, name)
         except (Exception, SystemExit) as exc:
             path, line = common.repo_frame(exc.__traceback__, self.repo)
             where = f" ({path}:{line})" if path else ""
@@ -80,6 +82,20 @@ class Job:
         if not callable(owner):
             raise leader.ImportFailure(f"the validation entry {target} is not callable")
         return owner
+
+
+def _instance_method(owner: Any, name: str) -> Any:
+    """`Class.method` where the method wants an instance (`ConfigManager.parse_args`): a callable that calls
+    it on a fresh `Class()` each time, as the entry script does; None for anything else."""
+    if not isinstance(owner, type) or not isinstance(inspect.getattr_static(owner, name, None),
+                                                         types.FunctionType):
+        return None
+
+    def call_on_instance(*args: Any, **kwargs: Any) -> Any:
+        return getattr(owner(), name)(*args, **kwargs)
+
+    call_on_instance.__qualname__ = f"{owner.__qualname__}().{name}"
+    return call_on_instance
 
 
 class Progress:
