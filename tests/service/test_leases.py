@@ -43,6 +43,15 @@ def _created(service: Service, ago: timedelta) -> None:
         session.execute(update(TriageRun).values(created_at=utcnow() - ago))
 
 
+def _run_without_its_triage(service: Service, fake: FakeGitHub) -> int:
+    """A delivered PR's run, its delivery processed here and its triage message not sent."""
+    fake.add_repo(REPO, installation_id=1)
+    _deliver(service, fake, 1)
+    service.queue.huey.dequeue()  # the delivery's message
+    [run_id] = process_delivery(service.services, "guid-1")
+    return run_id
+
+
 def _drop_queued(service: Service) -> None:
     """The queue loses every message (a Redis restarted without its file)."""
     service.queue.huey.flush()
@@ -87,11 +96,8 @@ def test_a_waiting_backlog_is_not_queued_again_at_every_sweep(service: Service,
 
 def test_a_claimed_run_whose_pull_request_lock_is_free_is_taken_back_and_triaged(
         service: Service, fake_github: FakeGitHub) -> None:
-    fake_github.add_repo(REPO, installation_id=1)
-    _deliver(service, fake_github, 1)
+    run_id = _run_without_its_triage(service, fake_github)
     queue = service.queue
-    queue.huey.dequeue()  # the delivery's message, run here without its triage
-    [run_id] = process_delivery(service.services, "guid-1")
     [run] = service.runs()
     held = service.services.locks.try_acquire(run.pull_request_id)
     assert held is not None
@@ -152,11 +158,8 @@ def test_a_message_taken_by_a_worker_that_died_before_claiming_is_queued_again_a
 
 def test_a_run_whose_message_was_taken_by_a_worker_that_died_is_queued_again(
         service: Service, fake_github: FakeGitHub) -> None:
-    fake_github.add_repo(REPO, installation_id=1)
-    _deliver(service, fake_github, 1)
+    run_id = _run_without_its_triage(service, fake_github)
     queue = service.queue
-    queue.huey.dequeue()  # the delivery's message, run here without its triage
-    [run_id] = process_delivery(service.services, "guid-1")
     recovery.queued(service.services, [run_id])  # its message was queued ... and taken by a dying worker
     _created(service, timedelta(seconds=20))
     assert waiting_messages(queue) == recovery.Waiting(frozenset(), frozenset())
