@@ -20,6 +20,8 @@ Decisions the table in tests/test_followups.py pins down:
 - A stack list (ghstack, Sapling, stack-pr: one PR per item, this one marked `__->__`): the entries below
   the marker are prerequisites, those above mentions.
 - A link to a comment (`#issuecomment-...`) cites what was said: never a prerequisite or a follow-up.
+- A series (`(k/N)`, `part k` in the title): a reference marked as an earlier part is a prerequisite, a
+  later part a follow-up, the same part a mention (series.py); a revert's title has no position.
 
 Measured on labelled real histories: `scripts/eval_followups.py`, `benchmarks/followups/GUIDE.md`.
 """
@@ -34,6 +36,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from app.analysis.references import Mention, Source, Text, find_mentions, target_of
+from app.analysis.series import Position, place_of, title_position
 
 ReferenceKind = Literal["prerequisite", "followup", "revert", "closes", "mention"]  # = the store's vocabulary
 PRIORITY: dict[ReferenceKind, int] = {"revert": 0, "prerequisite": 1, "followup": 2, "closes": 3,
@@ -168,6 +171,7 @@ RULES: tuple[tuple[ReferenceKind, tuple[re.Pattern[str], ...], bool], ...] = (
     ("followup", _compiled(_FOLLOWUP), True),
     ("closes", _compiled(_CLOSES), False),  # GitHub closes "does not fix #N" all the same
 )
+_SERIES_KIND: dict[str, ReferenceKind] = {"earlier": "prerequisite", "same": "mention", "later": "followup"}
 _CLAUSE_END = re.compile(r"[,;:.!?()\u2013\u2014]|\b(?:but|however|although|though|while|whereas)\b", re.I)
 _NEGATION = re.compile(r"\b(?:not|no|never|without|nor|neither|none|nothing|independent(?:ly)?|unrelated"
                        r"|cannot)\b|n't\b", re.I)
@@ -214,7 +218,9 @@ class TextReference:
 def find_references(texts: Iterable[Text], *, owner: str, repo: str, number: int,
                     web_hosts: Iterable[str] = ()) -> list[TextReference]:
     """The references of a PR's texts, classified, one per target, in order of first appearance."""
+    texts = list(texts)
     mentions = find_mentions(texts, owner=owner, repo=repo, number=number, web_hosts=web_hosts)
+    series = next((title_position(text.text) for text in texts if text.source == "title"), None)
     sentences: dict[tuple[Source, str], list[Mention]] = {}
     for mention in mentions:
         sentences.setdefault((mention.source, mention.sentence), []).append(mention)
@@ -222,7 +228,7 @@ def find_references(texts: Iterable[Text], *, owner: str, repo: str, number: int
         listed.sort(key=lambda m: m.start)  # a sentence written twice lists its references twice
     best: dict[str, TextReference] = {}  # by target, lower-cased: GitHub names ignore case
     for mention in mentions:
-        kind = classify(mention, sentences[(mention.source, mention.sentence)])
+        kind = classify(mention, sentences[(mention.source, mention.sentence)], series=series)
         found = _reference(mention, kind, owner, repo)
         known = best.setdefault(found.target.lower(), found)
         if PRIORITY[found.kind] < PRIORITY[known.kind]:
@@ -230,19 +236,24 @@ def find_references(texts: Iterable[Text], *, owner: str, repo: str, number: int
     return list(best.values())
 
 
-def classify(mention: Mention, same_sentence: Sequence[Mention] = ()) -> ReferenceKind:
+def classify(mention: Mention, same_sentence: Sequence[Mention] = (), *,
+             series: Position | None = None) -> ReferenceKind:
     """The role of MENTION in its sentence; SAME_SENTENCE are all references written in that sentence, in
-    order of `start`."""
+    order of `start`; SERIES is this PR's place in a series of parts, from its title."""
     if mention.stack:  # an entry of a stack list: its place says it, whatever the lead-in's words
         return "prerequisite" if mention.stack == "below" else "mention"
-    kind = _by_rules(_marked(mention, same_sentence))
+    kind = _by_rules(_marked(mention, same_sentence), series)
     if kind in ("prerequisite", "followup") and mention.url and _COMMENT_LINK.search(mention.url):
         return "mention"  # a link to a comment cites what was said there
     return kind
 
 
-def _by_rules(marked: str) -> ReferenceKind:
-    for kind, patterns, negatable in RULES:
+def _by_rules(marked: str, series: Position | None) -> ReferenceKind:
+    for index, (kind, patterns, negatable) in enumerate(RULES):
+        if index == 1:  # after the revert's grammar, a part of this PR's series says where it stands
+            place = place_of(marked, REF, OTHER, series)
+            if place is not None:
+                return _SERIES_KIND[place]
         for pattern in patterns:
             if any(not (negatable and _negated(marked, hit.start())) for hit in pattern.finditer(marked)):
                 return kind
