@@ -55,6 +55,8 @@ PHRASINGS: list[tuple[str, dict[str, str]]] = [
     ("Waiting on #15.", {"#15": "prerequisite"}),
     ("#15 is required for this to work.", {"#15": "prerequisite"}),
     ("The export smoke test stays red until #812 lands.", {"#812": "prerequisite"}),
+    ("Depends on gadgets PR #812.", {"#812": "prerequisite"}),
+    ("PREREQ: make sure #812 is in your build of the runtime.", {"#812": "prerequisite"}),
     ("Until other-org/tool#88 merges, pin the fork.", {"other-org/tool#88": "prerequisite"}),
     ("Drop the shim once octo/gadgets#40 is released.", {"octo/gadgets#40": "prerequisite"}),
     ("Requires upstream fix: https://github.com/acme/lib/pull/77", {"acme/lib#77": "prerequisite"}),
@@ -162,6 +164,10 @@ PHRASINGS: list[tuple[str, dict[str, str]]] = [
     ("Pull Request resolved: https://github.com/octo/widgets/pull/455", {"#455": "mention"}),
     ("Fixes issue #455", {"#455": "mention"}),  # GitHub closes on the keyword and the reference only
     ("Thanks! You can now close #455.", {"#455": "closes"}),  # ... however it reads
+    ("TODO tracking here: #455", {"#455": "followup"}),
+    ("Sharded export is under development in open PR #455 and not released yet.", {"#455": "followup"}),
+    ("Nightly results go as comments to the tracking issue (#455).", {"#455": "mention"}),
+    ("Tracking issue: #455", {"#455": "followup"}),
 ]
 
 

@@ -99,7 +99,8 @@ _MENTION = (  # looked at before prerequisites and follow-ups: these name what c
 # "#5 or >= 2.18", "#5 (abc123) or lib >= 2.18": what is installed, not what merges first
 _VERSION_ALTERNATIVE = r"(?!\s*\)?\s*(?:\([^)]{0,80}\)\s*)?or\s+(?:[\w.-]+\s+)?(?:>|newer|later|above|v?\d))"
 _PREREQUISITE = (
-    rf"\bdepend(?:s|ing|ent)?\s+(?:up)?on{_S}(?:(?-i:[A-Z][\w.-]*)\s+)?{_T}",  # "depends on TorchAO (#5)"
+    # "depends on TorchAO (#5)", "depends on pytorch PR #5"
+    rf"\bdepend(?:s|ing|ent)?\s+(?:up)?on{_S}(?:(?-i:[A-Z][\w.-]*)\s+|[\w.-]+\s+(?=(?:pr|pull\s+request)\b))?{_T}",
     rf"\bdependenc(?:y|ies)\s*(?::|-|\bis\b|\bare\b)\s*{_T}",
     rf"\bblocked\s+(?:by|on){_S}{_T}",
     rf"\brequires?{_S}{_T}{_VERSION_ALTERNATIVE}",
@@ -116,7 +117,7 @@ _PREREQUISITE = (
     rf"\b(?:do\s+not|don't|cannot|can't)\s+(?:be\s+)?(?:merged?|land(?:ed)?)[*_]{{0,2}}\s+(?:before|until|without)"
     rf"{_S}{_T}",
     rf"\bwait(?:s|ing)?\s+(?:for|on){_S}{_T}",
-    rf"\bprereq(?:uisite)?s?\b\s*(?::|-|\bis\b|\bare\b)?\s*{_T}",
+    rf"\bprereq(?:uisite)?s?\b\s*(?::|-|\bis\b|\bare\b)?\s*(?:(?:ensure|make\s+sure|check)\s+(?:that\s+)?)?{_T}",
     rf"{REF}\s*\)?\s+(?:is|are|must\s+be)\s+(?:required|needed|a\s+prerequisite)",
     rf"{REF}\s*\)?\s+(?:must|has\s+to|needs\s+to)\s+(?:land|merge|be\s+[*_]{{0,2}}merged|go\s+in)\b[^.;]{{0,60}}?"
     rf"\b(?:first|before)",
@@ -146,7 +147,11 @@ _FOLLOWUP = (
     rf"\b(?:rest|remainder|remaining\s+(?:work|changes|parts?)|second\s+half)\s+(?:(?:is|are|will\s+be|comes?"
     rf"|lands?|goes)\s+)?(?:in|at|:|-)\s*{_T}",
     rf"\btrack(?:ed|ing)\s+(?:in|by|at|with|via|under){_S}{_T}",
-    rf"\btracking\s+(?:issue|pr|ticket)\s*(?::|-|\bis\b)?\s*{_T}",
+    # "Tracking issue: #5", not "reports go to the tracking issue (#5)", a place, not work left to it
+    rf"(?<!\bon\sthe\s)(?<!\bto\sthe\s)(?<!\bin\sthe\s)\btracking\s+(?:issue|pr|ticket)\s*(?::|-|\bis\b)?\s*{_T}",
+    rf"\b(?:todo|fixme)\b[^{REF[0]}.;]{{0,40}}?\btrack(?:ing|ed)\s+(?:here|in|at|by)?\s*:?\s*{_T}",
+    rf"\b(?:under\s+(?:active\s+)?development|in\s+progress|being\s+developed)\s+(?:in|at|via){_S}"
+    rf"(?:(?:an?\s+|the\s+)?(?:open|draft|pending)\s+)?{_T}",  # "under development in open PR #5"
     rf"\b(?:deferred|postponed|punted|left|moved|split\s+out|pushed)\s+(?:to|for|into|until){_S}{_T}",
     rf"\b(?:comes?|coming|lands?|landing)\s+(?:later\s+|separately\s+|next\s+)?in{_S}{_T}",
     rf"{REF}\s+(?:will|shall|is\s+going\s+to|should)\b(?!\s+(?:not|never|have)\b)",
