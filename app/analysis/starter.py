@@ -23,7 +23,7 @@ import importlib.util
 import re
 import sys
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -197,7 +197,7 @@ def _hf_config_replace(megatron: bool) -> dict[str, Any]:
     return replace
 
 
-def _modules(root: Path, wanted: Any) -> dict[str, Module]:
+def _modules(root: Path, wanted: Callable[[str], bool]) -> dict[str, Module]:
     found: dict[str, Module] = {}
     for path in sorted(root.rglob("*.py")):
         relative = path.relative_to(root)
@@ -300,9 +300,11 @@ def _sources(root: Path, entry_pattern: str) -> Iterator[tuple[dict[str, Any], s
 
 
 def _recording(root: Path, entry_pattern: str) -> dict[str, Any]:
-    tree_text = "runtime-env-json" if _mentions(root, "runtime-env-json") else ""
+    """How scripts are recorded: a job submitted to Ray carries its environment in --runtime-env-json,
+    any other in what the script exports."""
+    ray_jobs = _mentions(root, "runtime-env-json")
     return {"entry": entry_pattern, "launchers": LAUNCHERS,
-            "env_from": ["runtime_env_json"] if tree_text else ["exported"]}
+            "env_from": ["runtime_env_json"] if ray_jobs else ["exported"]}
 
 
 def _mentions(root: Path, needle: str) -> bool:
