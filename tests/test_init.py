@@ -102,8 +102,9 @@ def test_workflow_rows_shape_and_megatron_based_validator(tmp_path: Path) -> Non
                 strategy:
                   matrix:
                     info:
-                      - {num_gpus: 2, test_file: test_tiny_run.py, test_args: --fast}
                       - {num_gpus: 4, test_file: test_tiny_run.py}
+                      - {num_gpus: 4, test_file: test_tiny_run.py}
+                      - {num_gpus: 2, test_file: test_tiny_run.py, test_args: --fast}
               generated:
                 strategy:
                   matrix: ${{ fromJson(needs.plan.outputs.matrix) }}

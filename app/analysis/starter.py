@@ -348,13 +348,14 @@ def _matrices(jobs: Any) -> Iterator[dict[str, Any]]:
 
 
 def _script_fields(jobs: Any) -> Iterator[tuple[str, str, str]]:
+    """(matrix key, script field, args field or "") of every row naming a Python script; the args field
+    is the one any row of that key writes (`test_args`), the rows without it pass none."""
     for matrix in _matrices(jobs):
         for key, rows in matrix.items():
-            for row in rows if isinstance(rows, list) else []:
-                if not isinstance(row, dict):
-                    continue
+            rows = [row for row in rows if isinstance(row, dict)] if isinstance(rows, list) else []
+            args = next((k for row in rows for k in row if k.endswith("args")), "")
+            for row in rows:
                 script = next((k for k, v in row.items() if isinstance(v, str) and v.endswith(".py")), None)
-                args = next((k for k in row if k.endswith("args")), "")
                 if script:
                     yield key, script, args
 
