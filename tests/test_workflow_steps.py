@@ -216,6 +216,12 @@ VERL_SHAPED = {
         ppo_mini_batch_size: 256
         ppo_micro_batch_size_per_gpu: 1
     """,
+    "verl/experimental/__init__.py": "",
+    "verl/experimental/transfer_queue/__init__.py": "",
+    "verl/experimental/transfer_queue/main_ppo.py": MAIN_PPO,
+    "verl/experimental/transfer_queue/config/ppo_trainer.yaml":
+        textwrap.dedent(PPO_TRAINER_YAML) + "transfer_queue:\n  enable: true\n",
+    "verl/experimental/transfer_queue/config/actor/dp_actor.yaml": "strategy: fsdp\n",
     "verl/trainer/ppo/__init__.py": "",
     "verl/trainer/ppo/utils.py": NEED_CRITIC,
     "verl/utils/__init__.py": "",
@@ -341,8 +347,8 @@ def test_steps_are_recorded_in_the_sandbox_as_hydra_overrides(tmp_path: Path) ->
     assert cached and again == matrix
 
 
-def hydra_suite(name: str, argv: str) -> dict[str, object]:
-    return {"id": name, "script": "step", "argv": argv.split(), "env": {}, "entry": "verl.trainer.main_ppo"}
+def hydra_suite(name: str, argv: str, entry: str = "verl.trainer.main_ppo") -> dict[str, object]:
+    return {"id": name, "script": "step", "argv": argv.split(), "env": {}, "entry": entry}
 
 
 def test_hydra_composes_the_entry_config_and_runs_the_repository_checks(tmp_path: Path) -> None:
@@ -357,9 +363,15 @@ def test_hydra_composes_the_entry_config_and_runs_the_repository_checks(tmp_path
               hydra_suite("batch", "data.train_batch_size=30"),
               hydra_suite("post_init", f"{base} actor_rollout_ref.actor.strategy=tpu"),
               hydra_suite("critic", f"{base} critic.ppo_micro_batch_size_per_gpu=8"),
-              hydra_suite("unknown option", f"--no-such-option {base}")]
+              hydra_suite("unknown option", f"--no-such-option {base}"),
+              # another module's @hydra.main: its own config directory, where transfer_queue exists
+              hydra_suite("transfer queue", f"{base} transfer_queue.enable=false",
+                          "verl.experimental.transfer_queue.main_ppo"),
+              hydra_suite("transfer queue by path", f"{base} transfer_queue.enable=false",
+                          "verl/experimental/transfer_queue/main_ppo.py"),
+              hydra_suite("no transfer queue here", f"{base} transfer_queue.enable=false")]
     found = results(run_sandboxed(repo, job(suites, policy)))
-    for name in ("plain", "megatron", "new key", "lora on vllm"):
+    for name in ("plain", "megatron", "new key", "lora on vllm", "transfer queue", "transfer queue by path"):
         assert found[name].outcome == Outcome("accepted"), (name, found[name].outcome)
     removed = found["removed key"].outcome
     assert (removed.outcome, removed.exception) == ("rejected", "ConfigCompositionException")
@@ -371,6 +383,7 @@ def test_hydra_composes_the_entry_config_and_runs_the_repository_checks(tmp_path
     assert found["post_init"].outcome.message == "unknown strategy tpu"
     assert found["critic"].outcome.message == "critic micro batch too large"
     assert found["unknown option"].outcome.exception == "HydraUsageError"
+    assert found["no transfer queue here"].outcome.exception == "ConfigCompositionException"
 
 
 def prtriage(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -43,13 +43,20 @@ class HydraUsageError(Exception):
 
 
 def make_entry(repo: str, target: str, hydra_policy: dict[str, Any]) -> Callable[[], None]:
-    """The callable that validates `sys.argv` as `target`'s Hydra application would at start-up."""
-    declared = declared_main(target)
+    """The callable that validates `sys.argv` as `target`'s Hydra application would at start-up. A suite
+    launched as another module of the repository (`python3 -m verl.experimental.transfer_queue.main_ppo`,
+    `sys.argv[0]` the module's name or its file) is composed with that module's `@hydra.main` config, the
+    decorated function of the same name."""
+    module_name, _, function = target.partition(":")
+    declared = {module_name: declared_main(target)}
     checks = [_check(item) for item in hydra_policy.get("checks") or ()]
     resolve = hydra_policy.get("resolve", True)
 
     def validate() -> None:
-        config = compose(declared, sys.argv[1:])
+        launched = launched_module(repo, sys.argv[0]) or module_name
+        if launched not in declared:
+            declared[launched] = declared_main(f"{launched}:{function}")
+        config = compose(declared[launched], sys.argv[1:])
         if resolve:
             from omegaconf import OmegaConf
             OmegaConf.resolve(config)
@@ -58,6 +65,18 @@ def make_entry(repo: str, target: str, hydra_policy: dict[str, Any]) -> Callable
 
     validate.__qualname__ = f"hydra:{target}"
     return validate
+
+
+def launched_module(repo: str, entry: str) -> str | None:
+    """The module a suite launched: `python3 -m pkg.mod` (the entry word is the dotted name) or a file of the
+    repository (`pkg/mod.py`); None for anything else (the policy's entry then stands)."""
+    relative = os.path.relpath(entry, repo) if os.path.isabs(entry) else entry
+    if relative.endswith(".py"):
+        relative = relative[:-3].replace("/", ".")
+    if relative.startswith(".") or "/" in relative:
+        return None
+    parts = relative.split(".")
+    return relative if all(part.isidentifier() for part in parts) else None
 
 
 def declared_main(target: str) -> Declared:
