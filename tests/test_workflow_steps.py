@@ -364,6 +364,7 @@ def test_hydra_composes_the_entry_config_and_runs_the_repository_checks(tmp_path
               hydra_suite("post_init", f"{base} actor_rollout_ref.actor.strategy=tpu"),
               hydra_suite("critic", f"{base} critic.ppo_micro_batch_size_per_gpu=8"),
               hydra_suite("unknown option", f"--no-such-option {base}"),
+              hydra_suite("config dir", f"-cd /elsewhere {base}"),
               # another module's @hydra.main: its own config directory, where transfer_queue exists
               hydra_suite("transfer queue", f"{base} transfer_queue.enable=false",
                           "verl.experimental.transfer_queue.main_ppo"),
@@ -383,6 +384,7 @@ def test_hydra_composes_the_entry_config_and_runs_the_repository_checks(tmp_path
     assert found["post_init"].outcome.message == "unknown strategy tpu"
     assert found["critic"].outcome.message == "critic micro batch too large"
     assert found["unknown option"].outcome.exception == "HydraUsageError"
+    assert found["config dir"].outcome.exception == "HydraEntryError"
     assert found["no transfer queue here"].outcome.exception == "ConfigCompositionException"
 
 
@@ -415,3 +417,26 @@ def test_check_reports_a_new_assert_and_a_removed_key_that_break_ci_steps(tmp_pa
     }
     [assert_finding] = [f for f in report["findings"] if f["message"].startswith("AssertionError")]
     assert (assert_finding["path"], assert_finding["in_diff"]) == ("verl/utils/config.py", True)
+
+
+def test_a_job_with_a_matrix_runs_its_steps_once_per_row() -> None:
+    workflow = textwrap.dedent("""
+        jobs:
+          e2e:
+            strategy:
+              matrix:
+                engine: [vllm, sglang]
+            env:
+              ENGINE: ${{ matrix.engine }}
+            steps:
+              - run: MODE=${{ matrix.mode || 'sync' }} bash tests/special_e2e/run_function_reward.sh
+              - run: bash tests/special_e2e/run_function_reward.sh ${{ github.event.number }}
+    """)
+    listing = steps_from_workflow(workflow, "w.yml", source_of(verl_shaped_policy()))
+    assert [(step.label, step.run.strip(), step.env["ENGINE"]) for step in listing.steps] == [
+        ("w.yml:e2e[1]:1", "MODE=sync bash tests/special_e2e/run_function_reward.sh", "vllm"),
+        ("w.yml:e2e[2]:1", "MODE=sync bash tests/special_e2e/run_function_reward.sh", "sglang")]
+    # a step whose text needs an expression the evaluator leaves out is left out, never guessed
+    assert [note for note in listing.notes if "expression not evaluated" in note] == [
+        "w.yml:e2e[1]:2: its text has an expression not evaluated: left out",
+        "w.yml:e2e[2]:2: its text has an expression not evaluated: left out"]

@@ -5,7 +5,7 @@ and Hydra and OmegaConf from the interpreter (the repository's own dependencies,
 module is imported with `hydra.main` replaced by a decorator that only notes its arguments: the config
 directory and name are the repository's, read from the place the application declares them, and the
 decorated function never runs (it would start the training). A suite's argv is what Hydra's command line
-takes: `--config-path`/`-cp`, `--config-name`/`-cn`, `--config-dir`/`-cd`, then overrides (`k=v`, `+k=v`,
+takes: `--config-path`/`-cp`, `--config-name`/`-cn`, then overrides (`k=v`, `+k=v`,
 `++k=v`, `~k`). Composing rejects what the running application would reject at start-up (a key the config
 no longer has, a value of the wrong type); the checks are the repository's own start-up validation.
 """
@@ -20,7 +20,10 @@ from dataclasses import dataclass
 from typing import Any
 
 OPTIONS = {"--config-path": "config_path", "-cp": "config_path", "--config-name": "config_name",
-           "-cn": "config_name", "--config-dir": "config_dir", "-cd": "config_dir"}
+           "-cn": "config_name"}
+# `--config-dir` adds a search path before the primary config is loaded, which the compose API cannot do:
+# a suite passing it is refused as not composable here, and so counts against the base's health.
+UNSUPPORTED = ("--config-dir", "-cd")
 RUN_OPTIONS = ("--multirun", "-m")  # a sweep: each job composes the same overrides, checked once here
 
 
@@ -121,6 +124,8 @@ def parse_command_line(words: list[str]) -> tuple[dict[str, str], list[str]]:
                 raise HydraUsageError(f"argument {word}: expected one argument")
             position += 1
             options[OPTIONS[word]] = words[position]
+        elif name in UNSUPPORTED:
+            raise HydraEntryError(f"{name} is not supported by the harness's Hydra composition")
         elif word in RUN_OPTIONS:
             pass
         elif word.startswith("-"):
@@ -142,8 +147,6 @@ def compose(declared: Declared, words: list[str]) -> Any:
     if config_path is None:
         raise HydraEntryError("the application declares no config_path")
     config_dir = os.path.normpath(os.path.join(os.path.dirname(declared.source_file), config_path))
-    if "config_dir" in options:  # -cd: Hydra searches it first
-        overrides = [f"hydra.searchpath=[file://{os.path.abspath(options['config_dir'])}]", *overrides]
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=config_dir, version_base=declared.version_base):
         return hydra_compose(config_name=options.get("config_name", declared.config_name),
