@@ -21,8 +21,16 @@ from typing import Any
 
 from app.analysis.matrix import ScriptReport, build_matrix
 from app.analysis.model import Matrix
-from app.analysis.policy import Policy, PythonDefinitions, RecordLaunches, WorkflowRows, path_matches
+from app.analysis.policy import (
+    Policy,
+    PythonDefinitions,
+    RecordLaunches,
+    WorkflowRows,
+    WorkflowSteps,
+    path_matches,
+)
 from app.analysis.workflow_rows import MAX_WORKFLOW_BYTES, WorkflowError, WorkflowRow, rows_from_workflow
+from app.analysis.workflow_steps import list_steps
 from app.bundled import package_file
 from app.sandbox.messages import OnProgress, progress_relay, stopped_reason
 from app.sandbox.runner import SandboxRun, SandboxSpec, run_harness
@@ -55,6 +63,10 @@ def capture_matrix(tree: Path, policy: Policy, *, cache_dir: Path | None, allow_
             disabled[index] = [ScriptReport(label, "disabled") for label in off]
         elif isinstance(source, PythonDefinitions):
             scripts[index] = [{"id": target, "script": target} for target in source.functions]
+        elif isinstance(source, WorkflowSteps):
+            read = functools.partial(_read_workflow, tree)
+            scripts[index], off = list_steps(_tree_files(tree), read, source)
+            disabled[index] = [ScriptReport(label, "disabled") for label in off]
     listed = [f"{index}:{item['id']}" for index, items in sorted(scripts.items()) for item in items]
     cache = MatrixCache(cache_dir / "matrix" / repository_key(repository) / capture_key(policy),
                         tree_digest(fingerprints(tree))) if cache_dir else None
@@ -110,6 +122,12 @@ def list_rows(tree: Path, source: WorkflowRows) -> tuple[list[CaptureItem], list
         for row in listing.rows:
             rows.setdefault(row.key(), row)  # the same row in several jobs is one CI command line
     return _labelled(rows.values()), disabled
+
+
+def _read_workflow(tree: Path, path: str) -> str:
+    if (tree / path).stat().st_size > MAX_WORKFLOW_BYTES:
+        raise WorkflowError(f"{path}: larger than {MAX_WORKFLOW_BYTES} bytes")
+    return (tree / path).read_text(encoding="utf-8", errors="replace")
 
 
 def _labelled(rows: Iterable[WorkflowRow]) -> list[CaptureItem]:

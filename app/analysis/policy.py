@@ -161,6 +161,22 @@ class WorkflowRows(Recording):
                                 "beneath the workflow's and the job's `env:`.")
 
 
+class WorkflowSteps(Recording):
+    """The `run:` steps of GitHub workflow jobs that run a CI script, each run as CI runs it: its text in the
+    recording bash with the workflow's, the job's and the step's environment."""
+
+    kind: Literal["workflow_steps"] = Field(description="Source kind.")
+    workflows: list[str] = Field(description="Repo-relative globs of the workflow files "
+                                 "('.github/workflows/e2e_*.yml').")
+    jobs: list[str] = Field(default_factory=list, description="Job ids whose steps are suites; empty: every "
+                            "job.")
+    exclude_jobs: list[str] = Field(default_factory=list, description="Job ids left out.")
+    scripts: list[str] = Field(description="Repo-relative globs of the CI scripts: a step whose `run:` "
+                               "names none of them (installs, dataset preparation) is left out.")
+    env: dict[str, str] = Field(default_factory=dict, description="Variables the CI runner itself has, "
+                                "beneath the workflow's, the job's and the step's `env:`.")
+
+
 class StaticSuite(_Strict):
     id: str = Field(description="Suite id.")
     argv: list[str] = Field(description="Arguments after the entry script.")
@@ -202,12 +218,35 @@ class PythonDefinitions(_Strict):
     _functions = field_validator("functions")(lambda values: [_check_target(v) for v in values])
 
 
-MatrixSource = Annotated[RecordLaunches | WorkflowRows | StaticSuites | PythonDefinitions,
+MatrixSource = Annotated[RecordLaunches | WorkflowRows | StaticSuites | PythonDefinitions | WorkflowSteps,
                          Field(discriminator="kind")]
 
 
 class Matrix(_Strict):
     sources: list[MatrixSource] = Field(description="Where suites come from; several kinds may be combined.")
+
+
+class HydraCheck(_Strict):
+    function: str = Field(description="'package.module:function' called with the composed config as its "
+                                      "first argument; raising rejects the suite.")
+    kwargs_from: dict[str, str] = Field(default_factory=dict, description="Keyword arguments, each the "
+                                        "result of a 'package.module:function' called with the config.")
+
+    _function = field_validator("function")(_check_target)
+
+    @field_validator("kwargs_from")
+    @classmethod
+    def _kwargs(cls, value: dict[str, str]) -> dict[str, str]:
+        return {k: _check_target(v) for k, v in value.items()}
+
+
+class HydraValidation(_Strict):
+    """Validation of Hydra applications: the entry's @hydra.main config composed with the suite's overrides,
+    then the repository's own checks on it."""
+
+    resolve: bool = Field(True, description="Resolve the config's interpolations before the checks.")
+    checks: list[HydraCheck] = Field(default_factory=list, description="The repository's start-up checks, "
+                                     "called in order on the composed config.")
 
 
 class Validation(_Strict):
@@ -224,6 +263,8 @@ class Validation(_Strict):
                                                "namespace attributes that validation reads.")
     replace: list[Replacement] = Field(default_factory=list, description="Callables replaced inside the "
                                        "sandbox.")
+    hydra: HydraValidation | None = Field(None, description="The entry is a @hydra.main function: the "
+                                          "suite's argv are Hydra overrides composed into its config.")
 
     _entry = field_validator("entry")(_check_target)
 

@@ -105,7 +105,10 @@ class Capture:
         os.environ.update(item["env"])  # a workflow row's job env: this child's alone
         if self.source.get("kind") == "python_definitions":
             return self.define(item["id"])
-        outcome = self.run_script(item, registration)
+        if "shell" in item:
+            outcome = self.run_step(item["shell"], settings)
+        else:
+            outcome = self.run_script(item, registration)
         return self.message(item["id"], records, outcome, registration, settings.problems)
 
     def run_script(self, item: dict[str, Any], registration: dict[str, Any]) -> tuple[str, str | None]:
@@ -135,6 +138,12 @@ class Capture:
             return "failed", f"{type(error).__name__}: {error}{self.where(error)}"
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
+        return "ended", None
+
+    def run_step(self, text: str, settings: intercept_shell.ShellSettings) -> tuple[str, str | None]:
+        """A workflow step's `run:` text, as the runner's `bash -e {0}` runs it from the repository root."""
+        os.chdir(self.repo)
+        intercept_shell.run_shell(settings, "set -e\n" + text, None, self.repo)
         return "ended", None
 
     def define(self, target: str) -> dict[str, Any]:
@@ -222,9 +231,12 @@ def capture_item(item: Any) -> dict[str, Any]:
     """A job's script as {id, script, args, env}: a path alone is a script run without extra words."""
     if isinstance(item, str):
         return {"id": item, "script": item, "args": [], "env": {}}
-    return {"id": str(item["id"]), "script": str(item["script"]),
-            "args": [str(word) for word in item.get("args") or ()],
-            "env": {str(k): str(v) for k, v in (item.get("env") or {}).items()}}
+    found = {"id": str(item["id"]), "script": str(item["script"]),
+             "args": [str(word) for word in item.get("args") or ()],
+             "env": {str(k): str(v) for k, v in (item.get("env") or {}).items()}}
+    if isinstance(item.get("shell"), str):  # a workflow step: its text runs in the recording bash
+        found["shell"] = item["shell"]
+    return found
 
 
 def script_message(repo: str, script: str, state: str, reason: str | None, launches: list[dict[str, Any]],

@@ -114,7 +114,8 @@ def _note_errors(settings: ShellSettings, status: int, errors: Any) -> None:
     whatever the exit status), or the message of a shell string that failed."""
     errors.seek(0)
     text = errors.read(MAX_OUTPUT_BYTES).decode("utf-8", "replace")
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    # `set -x` traces (`+ wait`, PS4's `+`) are no error: the message is the last line a command printed
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("+")]
     own = [line for line in lines if line.startswith(settings.bash + ":")]
     if own:
         settings.problems.append(f"bash: {own[0][len(settings.bash) + 1:].strip()[:300]}")

@@ -15,6 +15,7 @@ import functools
 import importlib
 import importlib.abc
 import importlib.machinery
+import importlib.metadata
 import os
 import sys
 import types
@@ -51,10 +52,30 @@ def install(repo: str, harness_policy: dict[str, Any]) -> None:
     _forced = frozenset(harness_policy.get("stub_modules") or ()) - _real
     _import_real_packages(sorted(_real))
     _forget_forced_modules()
+    _install_stub_versions()
     sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _StubFinder)]
     sys.meta_path.insert(0, _StubFinder(missing=False))
     if harness_policy.get("stub_missing_modules", True):
         sys.meta_path.append(_StubFinder(missing=True))
+
+
+def _install_stub_versions() -> None:
+    """`importlib.metadata.version(name)` of a package absent here answers the policy's `name.__version__`
+    (`vllm.__version__: "0.12.0"`): code that checks a backend's installed version before importing it (verl's
+    vllm_rollout) runs as on a CI host that has it. Any other name keeps the real lookup."""
+    real_version = getattr(importlib.metadata.version, "__wrapped__", importlib.metadata.version)
+
+    def version(distribution_name: str) -> str:
+        try:
+            return real_version(distribution_name)
+        except importlib.metadata.PackageNotFoundError:
+            key = f"{distribution_name.replace('-', '_')}.__version__"
+            if key in _stub_attributes and is_missing(distribution_name.replace("-", "_")):
+                return str(_stub_attributes[key])
+            raise
+
+    version.__wrapped__ = real_version  # type: ignore[attr-defined]
+    importlib.metadata.version = version
 
 
 def is_stub(thing: Any) -> bool:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # inside the sandbox the harness directory is on sys.path, si
     from app.sandbox.harness import (
         common,
         fsfakes,
+        hydra_entry,
         leader,
         linewatch,
         record,
@@ -30,6 +31,7 @@ if TYPE_CHECKING:  # inside the sandbox the harness directory is on sys.path, si
 else:
     import common
     import fsfakes
+    import hydra_entry
     import leader
     import linewatch
     import record
@@ -37,8 +39,8 @@ else:
     import suiterun
     import tolerant
 
-HARNESS_MODULES = ("common", "envprobe", "fsfakes", "leader", "linewatch", "record", "stubs", "suiterun",
-                   "tolerant", "vpaths")
+HARNESS_MODULES = ("common", "envprobe", "fsfakes", "hydra_entry", "leader", "linewatch", "record", "stubs",
+                   "suiterun", "tolerant", "vpaths")
 
 
 class Job:
@@ -70,6 +72,8 @@ class Job:
     def _import_entry(self) -> Any:
         target = self.validation["entry"]
         module_name, _, function = target.partition(":")
+        if self.validation.get("hydra") is not None:
+            return self._hydra_entry(target)
         try:
             owner: Any = importlib.import_module(module_name)
             for name in function.split("."):
@@ -82,6 +86,17 @@ class Job:
         if not callable(owner):
             raise leader.ImportFailure(f"the validation entry {target} is not callable")
         return owner
+
+
+    def _hydra_entry(self, target: str) -> Any:
+        """The composer of `target`'s @hydra.main config and the policy's checks (hydra_entry.py)."""
+        try:
+            return hydra_entry.make_entry(self.repo, target, self.validation["hydra"])
+        except (Exception, SystemExit) as exc:
+            path, line = common.repo_frame(exc.__traceback__, self.repo)
+            where = f" ({path}:{line})" if path else ""
+            raise leader.ImportFailure(f"the validation entry {target} does not import as a Hydra "
+                                       f"application: {type(exc).__name__}: {exc}{where}") from None
 
 
 def _instance_method(owner: Any, name: str) -> Any:

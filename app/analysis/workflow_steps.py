@@ -1,0 +1,156 @@
+"""Suites run by GitHub workflow steps: each `run:` step that starts a CI script, with its environment.
+
+volcengine/verl's e2e workflows list no matrix of suites: each step runs one CI script with variables in front
+(`ENGINE=sglang MODE=async bash tests/special_e2e/run_ppo_trainer_megatron.sh`). The step's text is the CI
+command, so it is what the recording bash runs. A workflow is a pull request's content: it is read with the
+bounds and the expression evaluator of `workflow_rows` (a step whose text or environment needs more than
+`${{ matrix.a || 'x' }}` is left out, never guessed). Pure: no file, no process.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from app.analysis.policy import WorkflowSteps, glob_regex, path_matches
+from app.analysis.workflow_rows import (
+    MAX_WORKFLOW_BYTES,
+    WorkflowError,
+    _literally_false,
+    _mapping,
+    _within_bound,
+    expand_matrix,
+    render,
+    row_env,
+)
+
+log = logging.getLogger(__name__)
+_WORD = re.compile(r"[^\s;&|()<>`'\"]+")
+
+
+@dataclass(frozen=True)
+class WorkflowStep:
+    """One step to run: its text, the scripts it names, its environment, where it was found."""
+
+    label: str  # `<workflow>:<job>:<step number>`, the capture item's id
+    run: str
+    scripts: tuple[str, ...]
+    env: dict[str, str]
+
+    def key(self) -> tuple[str, tuple[tuple[str, str], ...]]:
+        return self.run, tuple(sorted(self.env.items()))
+
+
+@dataclass
+class StepListing:
+    """The steps of one workflow, the jobs whose `if:` is literally false, and what was left out and why."""
+
+    steps: list[WorkflowStep] = field(default_factory=list)
+    disabled: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def steps_from_workflow(text: str, path: str, source: WorkflowSteps) -> StepListing:
+    """The `run:` steps naming one of the source's scripts, in the jobs it selects. Raises WorkflowError."""
+    jobs, workflow_env = _jobs(text, path)
+    listing = StepListing()
+    patterns = [glob_regex(g) for g in source.scripts]
+    for name, job in jobs.items():
+        selected = (not source.jobs or name in source.jobs) and name not in source.exclude_jobs
+        if not isinstance(job, dict) or not selected:
+            continue
+        where = f"{path}:{name}"
+        if _literally_false(job.get("if")):
+            if _job_steps(job, patterns):
+                listing.disabled.append(where)
+            continue
+        _list_job(listing, where, job, workflow_env, patterns, source)
+    return listing
+
+
+def scripts_named(run: str, patterns: list[re.Pattern[str]]) -> tuple[str, ...]:
+    """The words of a step's text that are CI scripts of the source (`bash tests/x.sh`, `./tests/x.sh`)."""
+    words = (word.removeprefix("./") for word in _WORD.findall(run))
+    return tuple(dict.fromkeys(w for w in words if any(p.fullmatch(w) for p in patterns)))
+
+
+def _jobs(text: str, path: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    if len(text.encode()) > MAX_WORKFLOW_BYTES:
+        raise WorkflowError(f"{path}: larger than {MAX_WORKFLOW_BYTES} bytes")
+    try:
+        workflow = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise WorkflowError(f"{path}: not valid YAML: {exc}") from None
+    except RecursionError:
+        raise WorkflowError(f"{path}: nested too deeply") from None
+    if not _within_bound(workflow):
+        raise WorkflowError(f"{path}: too many values once its aliases are expanded")
+    jobs = workflow.get("jobs") if isinstance(workflow, dict) else None
+    if not isinstance(jobs, dict):
+        raise WorkflowError(f"{path}: no `jobs` mapping")
+    return {str(k): v for k, v in jobs.items()}, _mapping(workflow.get("env"))
+
+
+def _job_steps(job: dict[str, Any], patterns: list[re.Pattern[str]]) -> list[tuple[int, dict[str, Any]]]:
+    """(1-based number, step) of the job's `run:` steps that name a script of the source."""
+    steps = job.get("steps")
+    if not isinstance(steps, list):
+        return []
+    return [(number, step) for number, step in enumerate(steps, 1)
+            if isinstance(step, dict) and isinstance(step.get("run"), str)
+            and scripts_named(step["run"], patterns)]
+
+
+def _list_job(listing: StepListing, where: str, job: dict[str, Any], workflow_env: dict[str, Any],
+              patterns: list[re.Pattern[str]], source: WorkflowSteps) -> None:
+    steps = _job_steps(job, patterns)
+    if not steps:
+        return
+    strategy = job.get("strategy")
+    matrix = strategy.get("matrix") if isinstance(strategy, dict) else None
+    combinations = [{}] if matrix is None else expand_matrix(matrix)
+    if not combinations:
+        listing.notes.append(f"{where}: matrix is not a list of rows: its steps are left out")
+        return
+    for row, combination in enumerate(combinations, 1):
+        suffix = f"[{row}]" if matrix is not None else ""
+        for number, step in steps:
+            label = f"{where}{suffix}:{number}"
+            template = {**workflow_env, **_mapping(job.get("env")), **_mapping(step.get("env"))}
+            env, unknown = row_env(template, combination, source.env)
+            run = render(step["run"], combination)
+            if run is None:
+                listing.notes.append(f"{label}: its text has an expression not evaluated: left out")
+                continue
+            if unknown:
+                listing.notes.append(f"{label}: env {', '.join(unknown)} not evaluated: left out")
+            listing.steps.append(WorkflowStep(label=label, run=run, scripts=scripts_named(run, patterns),
+                                              env=env))
+
+
+def list_steps(files: Iterable[str], read: Callable[[str], str],
+               source: WorkflowSteps) -> tuple[list[dict[str, Any]], list[str]]:
+    """The capture items of a workflow_steps source over the repository's `files` (`read` gives a file's
+    text, raising OSError or WorkflowError): one per distinct step text and environment; and the labels of
+    jobs whose `if:` is literally false."""
+    items: dict[tuple[Any, ...], dict[str, Any]] = {}
+    disabled: list[str] = []
+    for path in sorted(p for p in files if any(path_matches(p, g) for g in source.workflows)):
+        try:
+            listing = steps_from_workflow(read(path), path, source)
+        except (OSError, WorkflowError) as exc:
+            log.warning("workflow steps: %s", exc)
+            continue
+        for note in listing.notes:
+            log.info("workflow steps: %s", note)
+        disabled += listing.disabled
+        for step in listing.steps:  # the same command in several jobs is one CI suite
+            items.setdefault(step.key(), {"id": step.label, "script": step.label, "args": [],
+                                          "env": dict(step.env), "shell": step.run,
+                                          "scripts": list(step.scripts)})
+    return list(items.values()), disabled
