@@ -26,7 +26,7 @@ from app.analysis.workflow_rows import MAX_WORKFLOW_BYTES, WorkflowError, Workfl
 from app.bundled import package_file
 from app.sandbox.messages import OnProgress, progress_relay, stopped_reason
 from app.sandbox.runner import SandboxRun, SandboxSpec, run_harness
-from app.treehash import fingerprints, tree_digest
+from app.trees.treehash import fingerprints, tree_digest
 
 log = logging.getLogger(__name__)
 

@@ -35,12 +35,12 @@ from app.analysis.policy import (
 from app.analysis.render import render
 from app.analysis.workflow_commands import append_step_summary, render_github
 from app.analysis.workflow_commands import command as workflow_command
-from app.cachedir import DEFAULT_MAX_SIZE, parse_size, prune
 from app.capture import capture_matrix
 from app.config import ConfigError, StartupError, UsageError
 from app.engine import SANDBOX_HINT, AnalysisError, NothingCaptured, require_sandbox, run_check, run_doctor
-from app.gitrepo import GitError, cached_tree, github_slug
 from app.sandbox.runner import SandboxUnavailable
+from app.trees.cachedir import DEFAULT_MAX_SIZE, parse_size, prune
+from app.trees.gitrepo import GitError, cached_tree, github_slug
 
 EXIT_OK, EXIT_BLOCKING, EXIT_USAGE, EXIT_CANNOT_RUN = 0, 1, 2, 3
 EXIT_STATUS_HELP = ("exit status: 0 no blocking finding, 1 blocking findings, 2 bad usage or invalid policy, "
@@ -347,7 +347,7 @@ def replay_command(args: argparse.Namespace) -> int:
 
 
 def pre_push_command(args: argparse.Namespace) -> int:
-    from app.prepush import pushed_range
+    from app.trees.prepush import pushed_range
 
     pushed = pushed_range(args.repo, os.environ)
     if pushed is None:

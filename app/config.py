@@ -16,7 +16,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
-from app.cachedir import DEFAULT_MAX_SIZE, parse_size
+from app.trees.cachedir import DEFAULT_MAX_SIZE, parse_size
 
 
 class ConfigError(Exception):
@@ -53,7 +53,7 @@ class Settings(BaseSettings):
                            alias="PRTRIAGE_DATA_DIR")
     cache_dir: Path = Field(default_factory=lambda: _xdg("XDG_CACHE_HOME", ".cache"),
                             alias="PRTRIAGE_CACHE_DIR")
-    # Bytes; the least recently used entries go when the cache holds more (app/cachedir.py).
+    # Bytes; the least recently used entries go when the cache holds more (app/trees/cachedir.py).
     cache_max_size: int = Field(parse_size(DEFAULT_MAX_SIZE), ge=0, alias="PRTRIAGE_CACHE_MAX_SIZE")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", alias="PRTRIAGE_LOG_LEVEL")
     host: str = Field("127.0.0.1", alias="PRTRIAGE_HOST")

@@ -16,7 +16,7 @@ from app.analysis.report import CheckReport, Timing
 from app.analysis.verdict import verdict
 from app.capture import capture_matrix
 from app.sandbox.runner import SandboxUnavailable, sandbox_problem
-from app.treehash import fingerprints
+from app.trees.treehash import fingerprints
 from app.validate import trace_lines, validate_revision
 
 Progress = Callable[[str, int, int, str], None]  # (step, done, total, what)

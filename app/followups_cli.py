@@ -26,7 +26,7 @@ from app.github.client import TokenClient
 from app.github.errors import GitHubError
 from app.github.references import ResolutionCache, resolve_references, web_host, with_commits_resolved
 from app.github.retry import RetryPolicy
-from app.gitrepo import commit_messages, diff_of, file_at, github_slug, resolve
+from app.trees.gitrepo import commit_messages, diff_of, file_at, github_slug, resolve
 
 EXIT_OK, EXIT_BLOCKING, EXIT_CANNOT_RUN = 0, 1, 3  # as everywhere (INTERFACES.md); bad usage raises
 DEFAULT_API_URL = "https://api.github.com"

@@ -24,10 +24,11 @@ from huey.consumer import Consumer
 from huey.storage import PriorityRedisStorage, RedisStorage
 from redis import ConnectionPool
 
-from app import cachedir, pipeline, recovery, resync
+from app import pipeline, recovery, resync
 from app.config import ConfigError, Settings
 from app.leases import Keeper
 from app.services import Services
+from app.trees import cachedir
 
 log = logging.getLogger(__name__)
 

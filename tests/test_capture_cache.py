@@ -15,7 +15,7 @@ import pytest
 
 from app.analysis.policy import Policy, parse_policy
 from app.capture import capture_matrix
-from app.treehash import fingerprints, tree_digest
+from app.trees.treehash import fingerprints, tree_digest
 
 POLICY = {
     "validation": {"paths": ["train.py"], "entry": "arguments:parse_args"},

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from app.localgithub import entry, raw_tarball
-from app.tarsafe import ArchiveLimits, ArchiveRefused, extract_tree
+from app.trees.tarsafe import ArchiveLimits, ArchiveRefused, extract_tree
 
 TOP = "top"
 

@@ -14,8 +14,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from app.cachedir import cached_entry
-from app.tarsafe import ArchiveRefused, extract_tree
+from app.trees.cachedir import cached_entry
+from app.trees.tarsafe import ArchiveRefused, extract_tree
 
 SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 # Highest-precedence attributes: the bytes of the commit, whatever its own .gitattributes say.

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.gitrepo import GitError, full_ref_name, merge_base, resolve
+from app.trees.gitrepo import GitError, full_ref_name, merge_base, resolve
 
 NO_COMMIT = "0" * 40  # git's "nothing" in a push: a branch created or deleted
 
