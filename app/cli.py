@@ -35,9 +35,16 @@ from app.analysis.policy import (
 from app.analysis.render import render
 from app.analysis.workflow_commands import append_step_summary, render_github
 from app.analysis.workflow_commands import command as workflow_command
-from app.capture import capture_matrix
 from app.config import ConfigError, StartupError, UsageError
-from app.engine import SANDBOX_HINT, AnalysisError, NothingCaptured, require_sandbox, run_check, run_doctor
+from app.engine.check_steps import (
+    SANDBOX_HINT,
+    AnalysisError,
+    NothingCaptured,
+    require_sandbox,
+    run_check,
+    run_doctor,
+)
+from app.engine.matrix_capture import capture_matrix
 from app.sandbox.runner import SandboxUnavailable
 from app.trees.cachedir import DEFAULT_MAX_SIZE, parse_size, prune
 from app.trees.gitrepo import GitError, cached_tree, github_slug

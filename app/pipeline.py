@@ -27,7 +27,7 @@ from app.analysis.policy import Policy, PolicyError, builtin_policy, load_policy
 from app.analysis.render import report_json
 from app.analysis.report import CheckReport
 from app.command_runner import PullComment, run_comment
-from app.engine import AnalysisError, run_check
+from app.engine.check_steps import AnalysisError, run_check
 from app.followup_triage import pull_followups, revert_findings, with_findings
 from app.github import (
     Annotation,

@@ -14,10 +14,10 @@ from app.analysis.model import Matrix, Suite, SuiteResult
 from app.analysis.policy import Policy, RecordLaunches
 from app.analysis.report import CheckReport, Timing
 from app.analysis.verdict import verdict
-from app.capture import capture_matrix
+from app.engine.matrix_capture import capture_matrix
+from app.engine.suite_validation import trace_lines, validate_revision
 from app.sandbox.runner import SandboxUnavailable, sandbox_problem
 from app.trees.treehash import fingerprints
-from app.validate import trace_lines, validate_revision
 
 Progress = Callable[[str, int, int, str], None]  # (step, done, total, what)
 MAX_TEXT_BYTES = 2 * 1024 * 1024  # a bigger file is diffed as binary: generated data, not validation code
