@@ -25,7 +25,7 @@ from app.github import (
 from app.github.client import GitHubClient
 from app.github.models import PullInfo
 from app.report import RERUN_BUTTON, superseded_reason
-from app.services import Services
+from app.service.services import Services
 from app.store.models import Finding, Installation, PullRequest, TriageRun
 from app.store.queries import (
     acknowledge_findings,

@@ -51,7 +51,7 @@ from app.report import (
     error_output,
     superseded_reason,
 )
-from app.services import Services
+from app.service.services import Services
 from app.store.models import Conclusion, Installation, PullRequest, Repository, TriageRun
 from app.store.queries import (
     fail_run,

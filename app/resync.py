@@ -18,7 +18,7 @@ from app.analysis.followup_findings import Resolution
 from app.github.client import GitHubClient
 from app.github.errors import GitHubError
 from app.github.references import ResolutionCache, resolve_reference
-from app.services import Services
+from app.service.services import Services
 from app.store.models import RiskWindow
 from app.store.queries import awaited_references, close_window, windows_awaiting
 from app.store.queries import resolve_reference as record_state

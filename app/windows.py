@@ -28,7 +28,7 @@ from app.github.references import (
     web_host,
     with_commits_resolved,
 )
-from app.services import Services
+from app.service.services import Services
 from app.store.models import PullRequest, Reference, RiskWindow
 from app.store.queries import (
     add_window_event,

@@ -28,7 +28,7 @@ from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session
 
-from app.metrics import ServiceMetrics
+from app.service.prometheus import ServiceMetrics
 from app.store.types import utcnow
 from app.webhooks.batching import GroupCommit, record_new_deliveries
 from app.webhooks.payloads import Envelope

@@ -15,7 +15,7 @@ from app.commands import HELP
 from app.config import Settings
 from app.github import GitHubApp, RetryPolicy, create_check_run, reply_marker
 from app.localgithub import FakeGitHub
-from app.services import Services
+from app.service.services import Services
 from app.store.models import Finding, RiskWindow, RunEvent, TriageRun
 from app.store.queries import (
     fail_run,

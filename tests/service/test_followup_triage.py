@@ -11,7 +11,7 @@ from app.followup_triage import pull_followups, revert_findings, with_findings
 from app.github.references import ResolutionCache
 from app.localgithub import FakeGitHub
 from app.report import check_output, comment_markdown, inert
-from app.services import Services
+from app.service.services import Services
 from app.store.session import session_scope
 
 from .payloads import sha

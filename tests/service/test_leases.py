@@ -1,5 +1,5 @@
 """Leases: a job's claim on its delivery or run, and the sweep that takes back the work of dead workers
-without queueing a waiting backlog again and again (app/leases.py, app/recovery.py)."""
+without queueing a waiting backlog again and again (app/service/lease_keeper.py, app/service/recovery.py)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from datetime import timedelta
 
 from sqlalchemy import update
 
-from app import recovery
-from app.jobs import enqueue_first, requeue_lost, waiting_messages
-from app.leases import LEASE, Leases
 from app.localgithub import FakeGitHub
 from app.pipeline import process_delivery
+from app.service import recovery
+from app.service.lease_keeper import LEASE, Leases
+from app.service.task_queue import enqueue_first, requeue_lost, waiting_messages
 from app.store.leases import claim_delivery, claim_run
 from app.store.models import Delivery, TriageRun
 from app.store.types import utcnow

@@ -11,8 +11,8 @@ import yaml
 
 from app.config import Settings
 from app.localgithub import FakeGitHub
-from app.main import create_app
-from app.services import Services
+from app.service.services import Services
+from app.service.webapp import create_app
 from app.webhooks import ROUTER
 
 from .conftest import BASE, MILES, Service

@@ -21,7 +21,7 @@ from app.config import Settings
 from app.github import GitHubApp, RetryPolicy
 from app.localgithub import FakeGitHub
 from app.report import COMMENT_MARKER, RERUN_ACTION
-from app.services import Services
+from app.service.services import Services
 from app.store.queries import get_pull_request
 from app.store.session import session_scope
 

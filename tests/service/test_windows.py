@@ -11,7 +11,7 @@ import pytest
 from app import resync, windows
 from app.github.references import ResolutionCache
 from app.localgithub import FakeGitHub
-from app.services import Services
+from app.service.services import Services
 from app.store.models import PullRequest, RiskWindow
 from app.store.queries import (
     acknowledge_findings,

@@ -26,8 +26,8 @@ from typing import TypeVar
 
 from sqlalchemy.orm import Session
 
-from app.leases import QUEUED_GRACE
-from app.services import Services
+from app.service.lease_keeper import QUEUED_GRACE
+from app.service.services import Services
 from app.store.leases import (
     handed_over,
     lapsed_deliveries,

@@ -15,9 +15,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
 from app.github import GitHubApp, GitHubClient
-from app.leases import Leases
-from app.locks import PullRequestLocks, locks_for
-from app.metrics import ServiceMetrics
+from app.service.lease_keeper import Leases
+from app.service.locks import PullRequestLocks, locks_for
+from app.service.prometheus import ServiceMetrics
 from app.store.session import make_engine, session_factory, session_scope
 
 
