@@ -314,7 +314,7 @@ def demo_command(args: argparse.Namespace) -> int:
 
 
 def followups_command(args: argparse.Namespace) -> int:
-    from app import followups_cli  # the GitHub client: only when asked for
+    from app.triage import followups_cli  # the GitHub client: only when asked for
 
     return followups_cli.run(args)
 

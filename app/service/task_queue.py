@@ -24,12 +24,12 @@ from huey.consumer import Consumer
 from huey.storage import PriorityRedisStorage, RedisStorage
 from redis import ConnectionPool
 
-from app import pipeline, resync
 from app.config import ConfigError, Settings
 from app.service import recovery
 from app.service.lease_keeper import Keeper
 from app.service.services import Services
 from app.trees import cachedir
+from app.triage import pipeline, resync
 
 log = logging.getLogger(__name__)
 

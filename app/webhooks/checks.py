@@ -4,7 +4,7 @@ for a run that reported to that check run), not by names a payload can carry."""
 
 from __future__ import annotations
 
-from app.report import RERUN_ACTION  # the identifier of the button the completed check run carries
+from app.triage.pr_report import RERUN_ACTION  # the identifier of the button the completed check run carries
 from app.webhooks.payloads import CheckRunEvent, CheckSuiteEvent, PullRef
 from app.webhooks.router import Decision, Ignored, Job, PayloadError, Router
 

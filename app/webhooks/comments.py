@@ -3,7 +3,7 @@ other bots', comments on issues and comments without a command are ignored here,
 
 from __future__ import annotations
 
-from app.commands import parse_commands
+from app.triage.command_parser import parse_commands
 from app.webhooks.payloads import IssueCommentEvent
 from app.webhooks.router import Decision, Ignored, Job, PayloadError, Router
 

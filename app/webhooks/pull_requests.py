@@ -1,5 +1,5 @@
 """Pull request events: a change to what the PR would merge asks for a triage of its head; a close is
-recorded, and a merge opens and closes risk windows (app/windows.py)."""
+recorded, and a merge opens and closes risk windows (app/triage/risk_windows.py)."""
 
 from __future__ import annotations
 

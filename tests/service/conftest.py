@@ -33,13 +33,13 @@ from twin.cli import MILES_POLICY
 from app.config import Settings
 from app.localgithub import FakeGitHub
 from app.localgithub.tarballs import build_tarball
-from app.pipeline import REPO_POLICY
 from app.service.services import Services
 from app.service.task_queue import Queue, make_queue
 from app.service.webapp import create_app
 from app.store.migrate import upgrade
 from app.store.models import Delivery, TriageRun
 from app.store.session import session_scope
+from app.triage.pipeline import REPO_POLICY
 
 from .payloads import SECRET, delivery_headers, encode, sha
 

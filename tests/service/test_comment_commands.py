@@ -10,8 +10,6 @@ from typing import Any
 
 import pytest
 
-from app.command_runner import PullComment, run_comment
-from app.commands import HELP
 from app.config import Settings
 from app.github import GitHubApp, RetryPolicy, create_check_run, reply_marker
 from app.localgithub import FakeGitHub
@@ -30,6 +28,8 @@ from app.store.queries import (
     upsert_repository,
 )
 from app.store.session import session_scope
+from app.triage.command_parser import HELP
+from app.triage.command_runner import PullComment, run_comment
 from app.webhooks.comments import router
 from app.webhooks.router import Ignored, Job
 

@@ -8,13 +8,13 @@ from datetime import timedelta
 from sqlalchemy import update
 
 from app.localgithub import FakeGitHub
-from app.pipeline import process_delivery
 from app.service import recovery
 from app.service.lease_keeper import LEASE, Leases
 from app.service.task_queue import enqueue_first, requeue_lost, waiting_messages
 from app.store.leases import claim_delivery, claim_run
 from app.store.models import Delivery, TriageRun
 from app.store.types import utcnow
+from app.triage.pipeline import process_delivery
 
 from .conftest import Service
 from .payloads import pull_request_event, sha

@@ -21,14 +21,11 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app import windows
 from app.analysis.model import Finding
 from app.analysis.policy import Policy, PolicyError, builtin_policy, load_policy, parse_policy
 from app.analysis.render import report_json
 from app.analysis.report import CheckReport
-from app.command_runner import PullComment, run_comment
 from app.engine.check_steps import AnalysisError, run_check
-from app.followup_triage import pull_followups, revert_findings, with_findings
 from app.github import (
     Annotation,
     GitHubClient,
@@ -42,15 +39,6 @@ from app.github import (
     upsert_sticky_comment,
 )
 from app.github.comments import find_sticky_comment, sticky_body
-from app.report import (
-    COMMENT_MARKER,
-    CheckOutput,
-    check_output,
-    clear_comment,
-    comment_markdown,
-    error_output,
-    superseded_reason,
-)
 from app.service.services import Services
 from app.store.models import Conclusion, Installation, PullRequest, Repository, TriageRun
 from app.store.queries import (
@@ -69,6 +57,18 @@ from app.store.queries import (
 )
 from app.store.session import session_scope
 from app.store.windows import SYSTEM_ACTOR
+from app.triage import risk_windows
+from app.triage.command_runner import PullComment, run_comment
+from app.triage.pr_report import (
+    COMMENT_MARKER,
+    CheckOutput,
+    check_output,
+    clear_comment,
+    comment_markdown,
+    error_output,
+    superseded_reason,
+)
+from app.triage.pr_text_findings import pull_followups, revert_findings, with_findings
 
 log = logging.getLogger(__name__)
 
@@ -242,7 +242,7 @@ def _closed_job(services: Services, guid: str, summary: dict[str, Any]) -> list[
         _record_repository(session, summary, installation_id)
         pr_id = _record_pull(session, int(summary["repository"]["id"]), pull).id
     if pull.merged or pull.merged_at is not None:  # before the delivery is done: a failure retries it
-        windows.handle_merge(services, client, pr_id=pr_id, owner=owner, repo=name, pull=pull,
+        risk_windows.handle_merge(services, client, pr_id=pr_id, owner=owner, repo=name, pull=pull,
                              actor=str(summary.get("actor") or SYSTEM_ACTOR))
     with services.writing() as session:
         mark_delivery(session, guid=guid, status="processed")

@@ -14,7 +14,6 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from app.commands import HELP, PREFIX, Command, Invalid, parse_commands
 from app.github import (
     GitHubError,
     cancel_check_run,
@@ -24,7 +23,6 @@ from app.github import (
 )
 from app.github.client import GitHubClient
 from app.github.models import PullInfo
-from app.report import RERUN_BUTTON, superseded_reason
 from app.service.services import Services
 from app.store.models import Finding, Installation, PullRequest, TriageRun
 from app.store.queries import (
@@ -40,6 +38,8 @@ from app.store.queries import (
     windows_of_pull_request,
 )
 from app.store.session import session_scope
+from app.triage.command_parser import HELP, PREFIX, Command, Invalid, parse_commands
+from app.triage.pr_report import RERUN_BUTTON, superseded_reason
 
 log = logging.getLogger(__name__)
 

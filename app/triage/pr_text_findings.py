@@ -20,7 +20,7 @@ from app.github.models import PullInfo
 from app.github.references import ResolutionCache, resolve_references
 from app.store.models import PullRequest, Reference, RiskWindow
 from app.store.queries import get_pull_request, windows_of_pull_request
-from app.windows import read_references
+from app.triage.risk_windows import read_references
 
 RISK_CHARS = 160
 
