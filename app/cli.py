@@ -298,7 +298,7 @@ def serve_command(args: argparse.Namespace) -> int:
 
 
 def demo_command(args: argparse.Namespace) -> int:
-    from app import demo
+    from app.demo import local_demo
 
     port = args.port
     if port is None:
@@ -310,7 +310,7 @@ def demo_command(args: argparse.Namespace) -> int:
     def say(text: str) -> None:
         print(f"prtriage demo: {text}", flush=True)
 
-    return demo.run(port, once=args.once, say=say)
+    return local_demo.run(port, once=args.once, say=say)
 
 
 def followups_command(args: argparse.Namespace) -> int:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from app.localgithub import entry, raw_tarball
+from app.demo.localgithub import entry, raw_tarball
 from app.trees.tarsafe import ArchiveLimits, ArchiveRefused, extract_tree
 
 TOP = "top"

@@ -31,8 +31,8 @@ from twin import build_miles_twin
 from twin.cli import MILES_POLICY
 
 from app.config import Settings
-from app.localgithub import FakeGitHub
-from app.localgithub.tarballs import build_tarball
+from app.demo.localgithub import FakeGitHub
+from app.demo.localgithub.tarballs import build_tarball
 from app.service.services import Services
 from app.service.task_queue import Queue, make_queue
 from app.service.webapp import create_app

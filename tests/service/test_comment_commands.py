@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from app.config import Settings
+from app.demo.localgithub import FakeGitHub
 from app.github import GitHubApp, RetryPolicy, create_check_run, reply_marker
-from app.localgithub import FakeGitHub
 from app.service.services import Services
 from app.store.models import Finding, RiskWindow, RunEvent, TriageRun
 from app.store.queries import (

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from sqlalchemy import update
 
-from app.localgithub import FakeGitHub
+from app.demo.localgithub import FakeGitHub
 from app.service import recovery
 from app.service.lease_keeper import LEASE, Leases
 from app.service.task_queue import enqueue_first, requeue_lost, waiting_messages

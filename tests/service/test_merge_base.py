@@ -9,7 +9,7 @@ from pathlib import Path
 
 from twin.variants import ARGUMENTS
 
-from app.localgithub import FakeGitHub
+from app.demo.localgithub import FakeGitHub
 from app.triage import pipeline
 
 from .conftest import INCIDENT, MILES, Service, serve_twin_policy

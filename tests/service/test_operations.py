@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 
 from app.config import Settings
-from app.localgithub import FakeGitHub
+from app.demo.localgithub import FakeGitHub
 from app.service.services import Services
 from app.service.webapp import create_app
 from app.webhooks import ROUTER

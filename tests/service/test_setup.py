@@ -24,8 +24,8 @@ from dashboard.conftest import Client
 from dashboard.test_browser import browser  # noqa: F401 (fixture)
 
 from app.config import ConfigError, Settings
+from app.demo.localgithub import FakeGitHub
 from app.github.manifest import registration_url, web_url
-from app.localgithub import FakeGitHub
 from app.service.registration import APP_FILE, KEY_FILE, MANIFEST, with_registration
 from app.service.setupmode import STATE_COOKIE, create_setup_app
 

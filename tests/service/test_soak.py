@@ -28,7 +28,7 @@ from sqlalchemy import func, select
 from store.databases import PostgresDatabases
 
 from app.config import Settings
-from app.localgithub import FakeGitHub
+from app.demo.localgithub import FakeGitHub
 from app.service.services import Services
 from app.store.leases import ACTIVE_RUNS
 from app.store.migrate import upgrade

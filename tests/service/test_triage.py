@@ -17,8 +17,8 @@ from twin.expected import ALL_SUITES
 from twin.variants import ARGUMENTS
 
 from app.config import Settings
+from app.demo.localgithub import FakeGitHub
 from app.github import GitHubApp, RetryPolicy
-from app.localgithub import FakeGitHub
 from app.service.services import Services
 from app.store.queries import get_pull_request
 from app.store.session import session_scope

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from app.demo.localgithub import FakeGitHub
 from app.github.references import ResolutionCache
-from app.localgithub import FakeGitHub
 from app.service.services import Services
 from app.store.models import PullRequest, RiskWindow
 from app.store.queries import (

@@ -8,8 +8,8 @@ from datetime import datetime
 
 import pytest
 
+from app.demo.localgithub import FakeGitHub
 from app.github.references import CACHE
-from app.localgithub import FakeGitHub
 from app.service.task_queue import every
 from app.store.models import RiskWindow
 from app.store.session import session_scope

@@ -17,10 +17,10 @@ from urllib.parse import parse_qsl, urlsplit
 
 import jwt
 
-from app.localgithub import manifests, shapes
-from app.localgithub.keys import AppKey
-from app.localgithub.routes import ROUTES, Call, Reply, Route, iso, route
-from app.localgithub.state import (
+from app.demo.localgithub import manifests, rest_shapes
+from app.demo.localgithub.keys import AppKey
+from app.demo.localgithub.rest_routes import ROUTES, Call, Reply, Route, iso, route
+from app.demo.localgithub.state import (
     FakeCheckRun,
     FakeComment,
     FakeIssue,
@@ -33,9 +33,9 @@ from app.localgithub.state import (
     IssuedToken,
     RecordedRequest,
 )
-from app.localgithub.tarballs import build_tarball
+from app.demo.localgithub.tarballs import build_tarball
 
-# The manifest conversion: no authentication, the code is the credential (app/localgithub/manifests.py).
+# The manifest conversion: no authentication, the code is the credential (app/demo/localgithub/manifests.py).
 API_ROUTES = [*ROUTES, route("POST", "/app-manifests/{code}/conversions", "none", manifests.convert)]
 SECONDARY_MESSAGE = ("You have exceeded a secondary rate limit. Please wait a few minutes before you try "
                      "again. If you reach out to GitHub Support for help, please include the request ID.")
@@ -325,15 +325,16 @@ class FakeGitHub:
         if fault.kind == "drop":
             return None
         if fault.kind == "status":
-            return Reply(fault.status, shapes.error(fault.message or "Server Error", fault.status))
+            return Reply(fault.status, rest_shapes.error(fault.message or "Server Error", fault.status))
         if fault.kind == "primary":
             reset = int(time.time()) + fault.reset_in
-            return Reply(fault.status, shapes.error(
+            return Reply(fault.status, rest_shapes.error(
                 fault.message or "API rate limit exceeded for installation ID 1.", fault.status),
                 {"X-RateLimit-Limit": "5000", "X-RateLimit-Remaining": "0", "X-RateLimit-Used": "5000",
                  "X-RateLimit-Reset": str(reset), "X-RateLimit-Resource": "core"})
         headers = {"Retry-After": fault.retry_after} if fault.retry_after is not None else {}
-        return Reply(fault.status, shapes.error(fault.message or SECONDARY_MESSAGE, fault.status), headers)
+        body = rest_shapes.error(fault.message or SECONDARY_MESSAGE, fault.status)
+        return Reply(fault.status, body, headers)
 
     # Serving
 
@@ -361,7 +362,7 @@ class FakeGitHub:
             elif method == "POST" and (page := manifests.new_app_page(self, path, query, raw)) is not None:
                 reply = page  # the web side (github.com, or the GHES host without /api/v3)
             elif route == path and self.prefix:
-                reply = Reply(404, shapes.error("Not Found", 404))
+                reply = Reply(404, rest_shapes.error("Not Found", 404))
             else:
                 reply = self._api_reply(method, route, query, body, kind, credential, jwt_problem, record)
                 if fault is not None:  # done; only the answer is lost
@@ -395,15 +396,15 @@ class FakeGitHub:
                 if refusal is not None:
                     return refusal
                 if isinstance(body, str):
-                    return Reply(400, shapes.error("Problems parsing JSON", 400))
-                schema = shapes.request_schema(candidate.template, method)
+                    return Reply(400, rest_shapes.error("Problems parsing JSON", 400))
+                schema = rest_shapes.request_schema(candidate.template, method)
                 if schema is not None:
-                    record.schema_errors = shapes.schema_errors(schema, body if body is not None else {})
+                    record.schema_errors = rest_shapes.schema_errors(schema, body if body is not None else {})
                     if record.schema_errors:
                         message = "Invalid request.\n\n" + "\n".join(record.schema_errors)
-                        return Reply(422, shapes.error(message, 422))
+                        return Reply(422, rest_shapes.error(message, 422))
                 return candidate.handler(self, call)
-        return Reply(404, shapes.error("Not Found", 404))
+        return Reply(404, rest_shapes.error("Not Found", 404))
 
     def _by_repository_id(self, route: str) -> str:
         """GitHub's Link URLs name a repository by id (`/repositories/1296269/...`): map to its name."""
@@ -420,17 +421,17 @@ class FakeGitHub:
         if route.auth == "none":
             return None
         if kind == "jwt" and route.auth in ("app", "any"):
-            return Reply(401, shapes.error(jwt_problem, 401)) if jwt_problem else None
+            return Reply(401, rest_shapes.error(jwt_problem, 401)) if jwt_problem else None
         if route.auth == "app":
-            return Reply(401, shapes.error("A JSON web token could not be decoded", 401))
+            return Reply(401, rest_shapes.error("A JSON web token could not be decoded", 401))
         issued = self.tokens.get(credential or "") if kind == "token" else None
         if issued is None or issued.expires_at <= self.clock():
-            return Reply(401, shapes.error("Bad credentials", 401))
+            return Reply(401, rest_shapes.error("Bad credentials", 401))
         call.installation_id = issued.installation_id
         if route.auth == "installation":
             name = f"{call.params['owner']}/{call.params['repo']}".lower()
             if name not in self.installations[issued.installation_id].repos or name not in self.repos:
-                return Reply(404, shapes.error("Not Found", 404))
+                return Reply(404, rest_shapes.error("Not Found", 404))
             call.repo = self.repos[name]
         return None
 

@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
-from app.localgithub import shapes
-from app.localgithub.keys import AppKey, make_app_key
-from app.localgithub.routes import Call, Reply, not_found
+from app.demo.localgithub import rest_shapes
+from app.demo.localgithub.keys import AppKey, make_app_key
+from app.demo.localgithub.rest_routes import Call, Reply, not_found
 
 if TYPE_CHECKING:
-    from app.localgithub.server import FakeGitHub
+    from app.demo.localgithub.server import FakeGitHub
 
 NEW_APP = re.compile(r"/(?:organizations/(?P<org>[A-Za-z0-9-]+)/)?settings/apps/new")
 CODE_SECONDS = 3600
@@ -78,8 +78,8 @@ def convert(fake: FakeGitHub, call: Call) -> Reply:
     if pending is None or time.time() - pending.created > CODE_SECONDS:
         return not_found()
     fake.key, fake.app_id, fake.app_slug = pending.key, pending.app_id, pending.slug
-    body = shapes.app(fake.url, pending.app_id, pending.slug)
-    body.update(name=pending.name, owner=shapes.user(fake.url, pending.owner),
+    body = rest_shapes.app(fake.url, pending.app_id, pending.slug)
+    body.update(name=pending.name, owner=rest_shapes.user(fake.url, pending.owner),
                 description=pending.manifest.get("description", ""),
                 external_url=pending.manifest.get("url", ""),
                 permissions=pending.manifest.get("default_permissions", {}),

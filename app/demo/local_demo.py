@@ -1,11 +1,11 @@
 """`prtriage demo`: the GitHub App end to end on this machine, with no GitHub account.
 
-A local GitHub (app/localgithub, real HTTP on loopback) holds one repository, `example/incident`, made of the
-bundled example (examples/incident: a validator, a CI script, and a pull request that adds one assert), and
-knows the demo App by a key made for the occasion. `prtriage serve` runs as it does in production, pointed at
-that GitHub, with its database, queue and cache in a temporary directory. The demo sends it the signed
-`pull_request` `opened` delivery GitHub would send, waits for the check run, prints it and the sticky
-comment, and leaves the dashboard running until Ctrl-C (`--once`: stops at once)."""
+A local GitHub (app/demo/localgithub, real HTTP on loopback) holds one repository, `example/incident`, made of
+the bundled example (examples/incident: a validator, a CI script, and a pull request that adds one assert),
+and knows the demo App by a key made for the occasion. `prtriage serve` runs as it does in production, pointed
+at that GitHub, with its database, queue and cache in a temporary directory. The demo sends it the signed
+`pull_request` `opened` delivery GitHub would send, waits for the check run, prints it and the sticky comment,
+and leaves the dashboard running until Ctrl-C (`--once`: stops at once)."""
 
 from __future__ import annotations
 
@@ -24,9 +24,9 @@ import httpx
 
 from app.bundled import bundled
 from app.config import ConfigError, Settings
-from app.localgithub import FakeGitHub, make_app_key
-from app.localgithub.deliveries import delivery_headers, encode, packaged, pull_request_payload
-from app.localgithub.state import FakeCheckRun
+from app.demo.localgithub import FakeGitHub, make_app_key
+from app.demo.localgithub.hook_deliveries import delivery_headers, encode, packaged, pull_request_payload
+from app.demo.localgithub.state import FakeCheckRun
 
 EXAMPLE = bundled("examples") / "incident"
 REPO = "example/incident"

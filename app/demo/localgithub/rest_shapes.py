@@ -15,9 +15,9 @@ import json
 from typing import Any
 
 from app.bundled import package_file
-from app.localgithub.state import FakeCheckRun, FakeComment, FakeIssue, FakePull, FakeRepo, Installation
+from app.demo.localgithub.state import FakeCheckRun, FakeComment, FakeIssue, FakePull, FakeRepo, Installation
 
-REST = package_file("app.localgithub", "rest")
+REST = package_file("app.demo.localgithub", "rest")
 DOCS = "https://docs.github.com/rest"
 
 

@@ -11,9 +11,9 @@ import uuid
 from typing import Any
 
 from app.bundled import package_file
-from app.localgithub.server import FakeGitHub
+from app.demo.localgithub.server import FakeGitHub
 
-WEBHOOKS = package_file("app.localgithub", "webhooks")
+WEBHOOKS = package_file("app.demo.localgithub", "webhooks")
 
 
 def packaged(name: str) -> dict[str, Any]:

@@ -12,11 +12,11 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from app.localgithub import shapes
-from app.localgithub.state import FakeCheckRun, FakeComment, FakeReaction, FakeRepo, IssuedToken
+from app.demo.localgithub import rest_shapes
+from app.demo.localgithub.state import FakeCheckRun, FakeComment, FakeReaction, FakeRepo, IssuedToken
 
 if TYPE_CHECKING:
-    from app.localgithub.server import FakeGitHub
+    from app.demo.localgithub.server import FakeGitHub
 
 
 def iso(epoch: float | None = None) -> str:
@@ -58,7 +58,7 @@ class Route:
 
 
 def not_found() -> Reply:
-    return Reply(404, shapes.error("Not Found", 404))
+    return Reply(404, rest_shapes.error("Not Found", 404))
 
 
 def paginate(fake: FakeGitHub, call: Call, items: list[Any], *, cap: int) -> Reply:
@@ -87,7 +87,7 @@ def paginate(fake: FakeGitHub, call: Call, items: list[Any], *, cap: int) -> Rep
 
 
 def get_app(fake: FakeGitHub, call: Call) -> Reply:
-    return Reply(200, shapes.app(fake.url, fake.app_id, fake.app_slug))
+    return Reply(200, rest_shapes.app(fake.url, fake.app_id, fake.app_slug))
 
 
 def create_token(fake: FakeGitHub, call: Call) -> Reply:
@@ -99,7 +99,7 @@ def create_token(fake: FakeGitHub, call: Call) -> Reply:
     expires_at = fake.clock() + fake.token_ttl
     fake.tokens[token] = IssuedToken(installation.id, expires_at)
     fake.tokens_issued.append(installation.id)
-    return Reply(201, shapes.access_token(fake.url, token, iso(expires_at)))
+    return Reply(201, rest_shapes.access_token(fake.url, token, iso(expires_at)))
 
 
 def get_repo_installation(fake: FakeGitHub, call: Call) -> Reply:
@@ -107,11 +107,11 @@ def get_repo_installation(fake: FakeGitHub, call: Call) -> Reply:
     if repo is None:
         return not_found()
     found = fake.installations[repo.installation_id]
-    return Reply(200, shapes.installation(fake.url, found, fake.app_id, fake.app_slug))
+    return Reply(200, rest_shapes.installation(fake.url, found, fake.app_id, fake.app_slug))
 
 
 def get_rate_limit(fake: FakeGitHub, call: Call) -> Reply:
-    return Reply(200, shapes.rate_limit(fake.url, fake.remaining, int(time.time()) + 3600))
+    return Reply(200, rest_shapes.rate_limit(fake.url, fake.remaining, int(time.time()) + 3600))
 
 
 # Pull requests
@@ -120,7 +120,7 @@ def get_rate_limit(fake: FakeGitHub, call: Call) -> Reply:
 def get_pull(fake: FakeGitHub, call: Call) -> Reply:
     assert call.repo is not None
     change = call.repo.pulls.get(int(call.params["pull_number"]))
-    return Reply(200, shapes.pull(fake.url, call.repo, change)) if change else not_found()
+    return Reply(200, rest_shapes.pull(fake.url, call.repo, change)) if change else not_found()
 
 
 def list_files(fake: FakeGitHub, call: Call) -> Reply:
@@ -128,7 +128,7 @@ def list_files(fake: FakeGitHub, call: Call) -> Reply:
     change = call.repo.pulls.get(int(call.params["pull_number"]))
     if change is None:
         return not_found()
-    files = [shapes.changed_file(fake.url, call.repo, change, changed) for changed in change.files]
+    files = [rest_shapes.changed_file(fake.url, call.repo, change, changed) for changed in change.files]
     return paginate(fake, call, files, cap=3000)
 
 
@@ -137,7 +137,7 @@ def list_commits(fake: FakeGitHub, call: Call) -> Reply:
     change = call.repo.pulls.get(int(call.params["pull_number"]))
     if change is None:
         return not_found()
-    commits = [shapes.commit(fake.url, call.repo, sha, message) for sha, message in change.commits]
+    commits = [rest_shapes.commit(fake.url, call.repo, sha, message) for sha, message in change.commits]
     return paginate(fake, call, commits, cap=250)
 
 
@@ -148,11 +148,12 @@ def list_commit_pulls(fake: FakeGitHub, call: Call) -> Reply:
     assert call.repo is not None
     sha = call.params["commit_sha"].lower()
     if not re.fullmatch(r"[0-9a-f]{7,64}", sha):
-        return Reply(422, shapes.error(f"No commit found for SHA: {sha}", 422))
+        return Reply(422, rest_shapes.error(f"No commit found for SHA: {sha}", 422))
     found = [change for _, change in sorted(call.repo.pulls.items())
              if any(commit.startswith(sha) for commit, _ in change.commits)
              or (change.merge_commit_sha or "").startswith(sha)]
-    return paginate(fake, call, [shapes.pull(fake.url, call.repo, change) for change in found], cap=10**6)
+    pulls = [rest_shapes.pull(fake.url, call.repo, change) for change in found]
+    return paginate(fake, call, pulls, cap=10**6)
 
 
 # Issues and comments
@@ -161,7 +162,7 @@ def list_commit_pulls(fake: FakeGitHub, call: Call) -> Reply:
 def get_issue(fake: FakeGitHub, call: Call) -> Reply:
     assert call.repo is not None
     item = call.repo.issues.get(int(call.params["issue_number"]))
-    return Reply(200, shapes.issue(fake.url, call.repo, item)) if item else not_found()
+    return Reply(200, rest_shapes.issue(fake.url, call.repo, item)) if item else not_found()
 
 
 def _comments_of(fake: FakeGitHub, repo: FakeRepo, number: int) -> list[FakeComment]:
@@ -173,7 +174,7 @@ def list_comments(fake: FakeGitHub, call: Call) -> Reply:
     assert call.repo is not None
     if int(call.params["issue_number"]) not in call.repo.issues:
         return not_found()
-    notes = [shapes.comment(fake.url, call.repo, note, "issues.list-comments.200.default")
+    notes = [rest_shapes.comment(fake.url, call.repo, note, "issues.list-comments.200.default")
              for note in _comments_of(fake, call.repo, int(call.params["issue_number"]))]
     return paginate(fake, call, notes, cap=10**6)
 
@@ -185,13 +186,13 @@ def create_comment(fake: FakeGitHub, call: Call) -> Reply:
         return not_found()
     text = call.body["body"]
     if len(text) > 65536:
-        return Reply(422, shapes.error("Validation Failed", 422, errors=[{
+        return Reply(422, rest_shapes.error("Validation Failed", 422, errors=[{
             "resource": "IssueComment", "code": "custom", "field": "body",
             "message": "body is too long (maximum is 65536 characters)"}]))
     now = iso()
     note = FakeComment(fake.next_id(), call.repo.full_name, number, text, fake.bot_login, "Bot", now, now)
     fake.comments[note.id] = note
-    body = shapes.comment(fake.url, call.repo, note, "issues.create-comment.201.default")
+    body = rest_shapes.comment(fake.url, call.repo, note, "issues.create-comment.201.default")
     return Reply(201, body, {"Location": body["url"]})
 
 
@@ -204,8 +205,8 @@ def _comment(fake: FakeGitHub, call: Call) -> FakeComment | None:
 def get_comment(fake: FakeGitHub, call: Call) -> Reply:
     note = _comment(fake, call)
     assert call.repo is not None
-    return Reply(200, shapes.comment(fake.url, call.repo, note, "issues.get-comment.200.default")) if note \
-        else not_found()
+    return Reply(200, rest_shapes.comment(fake.url, call.repo, note, "issues.get-comment.200.default")) \
+        if note else not_found()
 
 
 def update_comment(fake: FakeGitHub, call: Call) -> Reply:
@@ -214,9 +215,9 @@ def update_comment(fake: FakeGitHub, call: Call) -> Reply:
     if note is None:
         return not_found()
     if len(call.body["body"]) > 65536:
-        return Reply(422, shapes.error("Validation Failed", 422))
+        return Reply(422, rest_shapes.error("Validation Failed", 422))
     note.body, note.updated_at = call.body["body"], iso()
-    return Reply(200, shapes.comment(fake.url, call.repo, note, "issues.update-comment.200.default"))
+    return Reply(200, rest_shapes.comment(fake.url, call.repo, note, "issues.update-comment.200.default"))
 
 
 REACTIONS = ("+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes")
@@ -234,14 +235,14 @@ def create_reaction(fake: FakeGitHub, call: Call) -> Reply:
         return not_found()
     content = call.body.get("content") if isinstance(call.body, dict) else None
     if content not in REACTIONS:
-        return Reply(422, shapes.error("Validation Failed", 422))
+        return Reply(422, rest_shapes.error("Validation Failed", 422))
     known = next((r for r in fake.reactions if r.comment_id == note.id and r.content == content
                   and r.user == fake.bot_login), None)
     reaction = known or FakeReaction(fake.next_id(), note.id, content, fake.bot_login)
     if known is None:
         fake.reactions.append(reaction)
     body = {"id": reaction.id, "node_id": f"REA_{reaction.id}", "content": reaction.content,
-            "user": shapes.user(fake.url, reaction.user, "Bot"), "created_at": iso()}
+            "user": rest_shapes.user(fake.url, reaction.user, "Bot"), "created_at": iso()}
     return Reply(200 if known else 201, body)
 
 
@@ -252,14 +253,14 @@ def get_permission(fake: FakeGitHub, call: Call) -> Reply:
     login = call.params["username"]
     role = call.repo.roles.get(login.lower())
     return Reply(200, {"permission": LEGACY_PERMISSION.get(role or "", "none"), "role_name": role or "none",
-                       "user": shapes.user(fake.url, login)})
+                       "user": rest_shapes.user(fake.url, login)})
 
 
 # Check runs
 
 
 def _app_of_check_run(fake: FakeGitHub) -> dict[str, Any]:
-    return shapes.app(fake.url, fake.app_id, fake.app_slug)
+    return rest_shapes.app(fake.url, fake.app_id, fake.app_slug)
 
 
 def _apply_check_run(run: FakeCheckRun, body: dict[str, Any]) -> None:
@@ -282,7 +283,7 @@ def create_check_run(fake: FakeGitHub, call: Call) -> Reply:
     _apply_check_run(run, call.body)
     fake.check_runs_by_id[run.id] = run
     example = "checks.create.201.example-of-in-progress-conclusion"
-    return Reply(201, shapes.check_run(fake.url, call.repo, run, example, _app_of_check_run(fake)))
+    return Reply(201, rest_shapes.check_run(fake.url, call.repo, run, example, _app_of_check_run(fake)))
 
 
 def update_check_run(fake: FakeGitHub, call: Call) -> Reply:
@@ -291,7 +292,7 @@ def update_check_run(fake: FakeGitHub, call: Call) -> Reply:
     if run is None or run.repo != call.repo.full_name:
         return not_found()
     _apply_check_run(run, call.body)
-    return Reply(200, shapes.check_run(fake.url, call.repo, run, "checks.update.200.default",
+    return Reply(200, rest_shapes.check_run(fake.url, call.repo, run, "checks.update.200.default",
                                        _app_of_check_run(fake)))
 
 
@@ -311,8 +312,8 @@ def list_check_runs_for_ref(fake: FakeGitHub, call: Call) -> Reply:
         for run in runs:  # newest first
             newest.setdefault(run.name, run)
         runs = list(newest.values())
-    listed = [shapes.check_run(fake.url, call.repo, run, "checks.update.200.default", _app_of_check_run(fake))
-              for run in runs]
+    listed = [rest_shapes.check_run(fake.url, call.repo, run, "checks.update.200.default",
+                                    _app_of_check_run(fake)) for run in runs]
     reply = paginate(fake, call, listed, cap=10**6)
     reply.body = {"total_count": len(listed), "check_runs": reply.body}
     return reply
@@ -327,10 +328,10 @@ def get_contents(fake: FakeGitHub, call: Call) -> Reply:
     path = call.params["path"].strip("/")
     data = call.repo.files.get((ref, path))
     if data is not None:
-        return Reply(200, shapes.contents_file(fake.url, call.repo, path, ref, data))
+        return Reply(200, rest_shapes.contents_file(fake.url, call.repo, path, ref, data))
     below = sorted(name for (at, name) in call.repo.files if at == ref and name.startswith(f"{path}/"))
     if below:
-        return Reply(200, shapes.contents_directory(fake.url, call.repo, ref, below))
+        return Reply(200, rest_shapes.contents_directory(fake.url, call.repo, ref, below))
     return not_found()
 
 
@@ -343,8 +344,8 @@ def compare(fake: FakeGitHub, call: Call) -> Reply:
         return not_found()
     merge_base = call.repo.merge_bases.get((base, head), base)
     if merge_base is None:
-        return Reply(404, shapes.error(f"No common ancestor between {base} and {head}.", 404))
-    return Reply(200, shapes.comparison(fake.url, call.repo, base, head, merge_base))
+        return Reply(404, rest_shapes.error(f"No common ancestor between {base} and {head}.", 404))
+    return Reply(200, rest_shapes.comparison(fake.url, call.repo, base, head, merge_base))
 
 
 def get_tarball(fake: FakeGitHub, call: Call) -> Reply:
