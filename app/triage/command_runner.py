@@ -22,7 +22,7 @@ from app.github import (
     post_reply,
 )
 from app.github.client import GitHubClient
-from app.github.models import PullInfo
+from app.github.github_models import PullInfo
 from app.service.services import Services
 from app.store.models import Finding, Installation, PullRequest, TriageRun
 from app.store.queries import (
@@ -61,7 +61,7 @@ class PullComment:
 
     @classmethod
     def from_job(cls, installation_id: int, data: dict[str, Any]) -> PullComment:
-        """From the job data of app/webhooks/comments.py."""
+        """From the job data of app/webhooks/comment_events.py."""
         return cls(installation_id, dict(data["repository"]), int(data["number"]), int(data["comment_id"]),
                    str(data["author"]), str(data["body"]))
 

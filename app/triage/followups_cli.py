@@ -24,7 +24,7 @@ from app.analysis.workflow_commands import annotation, append_step_summary, comm
 from app.config import UsageError
 from app.github.client import TokenClient
 from app.github.errors import GitHubError
-from app.github.references import ResolutionCache, resolve_references, web_host, with_commits_resolved
+from app.github.reference_states import ResolutionCache, resolve_references, web_host, with_commits_resolved
 from app.github.retry import RetryPolicy
 from app.trees.gitrepo import commit_messages, diff_of, file_at, github_slug, resolve
 

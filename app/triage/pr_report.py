@@ -55,7 +55,7 @@ class ActionSpec:
     identifier: str
 
 
-RERUN_ACTION = "rerun"  # the identifier app/webhooks/checks.py answers with a new triage
+RERUN_ACTION = "rerun"  # the identifier app/webhooks/check_events.py answers with a new triage
 RERUN_BUTTON = ActionSpec(label="Re-run triage", description="Triage this pull request again",
                           identifier=RERUN_ACTION)
 

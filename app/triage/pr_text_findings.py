@@ -16,8 +16,8 @@ from app.analysis.model import Finding
 from app.analysis.policy import Policy
 from app.analysis.report import CheckReport
 from app.github.client import GitHubClient
-from app.github.models import PullInfo
-from app.github.references import ResolutionCache, resolve_references
+from app.github.github_models import PullInfo
+from app.github.reference_states import ResolutionCache, resolve_references
 from app.store.models import PullRequest, Reference, RiskWindow
 from app.store.queries import get_pull_request, windows_of_pull_request
 from app.triage.risk_windows import read_references

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from app.analysis.followup_findings import Resolution
 from app.github.client import GitHubClient
 from app.github.errors import GitHubError
-from app.github.references import ResolutionCache, resolve_reference
+from app.github.reference_states import ResolutionCache, resolve_reference
 from app.service.services import Services
 from app.store.models import RiskWindow
 from app.store.queries import awaited_references, close_window, windows_awaiting

@@ -19,8 +19,8 @@ from app.analysis.followup_findings import Resolution, awaited, risk_sentence, t
 from app.analysis.followups import TextReference, find_references
 from app.analysis.references import Text, pull_texts, target_of
 from app.github.client import GitHubClient
-from app.github.models import ChangedFile, PullInfo
-from app.github.references import (
+from app.github.github_models import ChangedFile, PullInfo
+from app.github.reference_states import (
     CACHE,
     RESOLVED_KINDS,
     ResolutionCache,

@@ -14,7 +14,7 @@ from app.analysis.policy import Followups
 from app.analysis.references import Text, pull_texts
 from app.demo.localgithub import AppKey, FakeGitHub
 from app.github import GitHubApp, GitHubClient, GitHubError, RetryPolicy
-from app.github.references import (
+from app.github.reference_states import (
     ResolutionCache,
     pull_of_commit,
     resolve_reference,

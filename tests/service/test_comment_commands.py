@@ -30,7 +30,7 @@ from app.store.queries import (
 from app.store.session import session_scope
 from app.triage.command_parser import HELP
 from app.triage.command_runner import PullComment, run_comment
-from app.webhooks.comments import router
+from app.webhooks.comment_events import router
 from app.webhooks.router import Ignored, Job
 
 from .payloads import fixture, point_at, sha

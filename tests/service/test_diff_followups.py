@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from app.demo.localgithub import FakeGitHub
-from app.github.references import CACHE
+from app.github.reference_states import CACHE
 from app.store.models import RiskWindow
 from app.store.session import session_scope
 

@@ -8,7 +8,7 @@ import pytest
 from app.analysis.policy import builtin_policy, load_policy
 from app.analysis.report import CheckReport
 from app.demo.localgithub import FakeGitHub
-from app.github.references import ResolutionCache
+from app.github.reference_states import ResolutionCache
 from app.service.services import Services
 from app.store.session import session_scope
 from app.triage.pr_report import check_output, comment_markdown, inert

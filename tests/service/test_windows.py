@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from app.demo.localgithub import FakeGitHub
-from app.github.references import ResolutionCache
+from app.github.reference_states import ResolutionCache
 from app.service.services import Services
 from app.store.models import PullRequest, RiskWindow
 from app.store.queries import (

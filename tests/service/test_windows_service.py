@@ -9,7 +9,7 @@ from datetime import datetime
 import pytest
 
 from app.demo.localgithub import FakeGitHub
-from app.github.references import CACHE
+from app.github.reference_states import CACHE
 from app.service.task_queue import every
 from app.store.models import RiskWindow
 from app.store.session import session_scope

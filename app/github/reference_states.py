@@ -23,7 +23,7 @@ from app.analysis.followup_findings import Resolution
 from app.analysis.followups import PRIORITY, TextReference
 from app.github.client import GitHubClient
 from app.github.errors import GitHubError, NotFound, RateLimited
-from app.github.models import IssueInfo, PullInfo
+from app.github.github_models import IssueInfo, PullInfo
 
 DEFAULT_TTL = 300.0  # seconds: a triage asks once; the resync (every 15 minutes) sees fresh states
 MAX_ENTRIES = 4096
