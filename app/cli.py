@@ -292,7 +292,7 @@ def _add_service(commands: argparse._SubParsersAction[Parser]) -> None:
 
 
 def serve_command(args: argparse.Namespace) -> int:
-    from app.service import runtime
+    from app.processes import runtime
 
     return runtime.serve(runtime.load_settings(host=args.host, port=args.port))
 
@@ -320,13 +320,13 @@ def followups_command(args: argparse.Namespace) -> int:
 
 
 def worker_command(args: argparse.Namespace) -> int:
-    from app.service import runtime
+    from app.processes import runtime
 
     return runtime.work(runtime.load_settings())
 
 
 def db_upgrade_command(args: argparse.Namespace) -> int:
-    from app.service import runtime
+    from app.processes import runtime
 
     return runtime.upgrade_database(runtime.load_settings())
 
@@ -345,7 +345,7 @@ def cache_prune_command(args: argparse.Namespace) -> int:
 
 
 def replay_command(args: argparse.Namespace) -> int:
-    from app.service import runtime
+    from app.processes import runtime
 
     answer = runtime.replay(runtime.load_settings(), args.file, url=args.url,
                             new_delivery_id=args.new_delivery_id)

@@ -59,4 +59,4 @@ def test_the_harness_imports_nothing_of_the_app_but_itself() -> None:
 
 def test_the_rules_see_imports() -> None:
     # the reader itself: a module known to import the store is seen doing so
-    assert any(name.startswith("app.store") for name in _imports(APP / "service" / "recovery.py"))
+    assert any(name.startswith("app.store") for name in _imports(APP / "processes" / "recovery.py"))

@@ -182,7 +182,7 @@ def analysed(check: FakeCheckRun | None) -> bool:
 
 def run(port: int, *, once: bool, say: Say) -> int:
     """The demo; 0 when the App analysed the pull request and reported, 3 when it could not."""
-    from app.service import runtime  # the service machinery, only when the demo runs
+    from app.processes import runtime  # the service machinery, only when the demo runs
 
     example = example_directory()
     # bound now, so that a taken port is a clear error and no other process takes it before serve starts

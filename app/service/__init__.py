@@ -1,2 +1,2 @@
-"""The service: the web app and its processes (serve, worker), what a process works with, the task queue,
-locks and leases, metrics, the sweep for lost work, and the App's registration."""
+"""What one process of the service works with (services.py): database sessions, pull-request locks, the
+leases its jobs hold, metrics, the GitHub App. The jobs, routes and handlers receive it."""

@@ -33,9 +33,9 @@ from twin.cli import MILES_POLICY
 from app.config import Settings
 from app.demo.localgithub import FakeGitHub
 from app.demo.localgithub.tarballs import build_tarball
+from app.processes.task_queue import Queue, make_queue
+from app.processes.webapp import create_app
 from app.service.services import Services
-from app.service.task_queue import Queue, make_queue
-from app.service.webapp import create_app
 from app.store.migrate import upgrade
 from app.store.models import Delivery, TriageRun
 from app.store.session import session_scope

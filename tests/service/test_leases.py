@@ -1,5 +1,6 @@
 """Leases: a job's claim on its delivery or run, and the sweep that takes back the work of dead workers
-without queueing a waiting backlog again and again (app/service/lease_keeper.py, app/service/recovery.py)."""
+without queueing a waiting backlog again and again (app/service/lease_keeper.py,
+app/processes/recovery.py)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ from datetime import timedelta
 from sqlalchemy import update
 
 from app.demo.localgithub import FakeGitHub
-from app.service import recovery
+from app.processes import recovery
+from app.processes.task_queue import enqueue_first, requeue_lost, waiting_messages
 from app.service.lease_keeper import LEASE, Leases
-from app.service.task_queue import enqueue_first, requeue_lost, waiting_messages
 from app.store.leases import claim_delivery, claim_run
 from app.store.models import Delivery, TriageRun
 from app.store.types import utcnow

@@ -11,8 +11,8 @@ import yaml
 
 from app.config import Settings
 from app.demo.localgithub import FakeGitHub
+from app.processes.webapp import create_app
 from app.service.services import Services
-from app.service.webapp import create_app
 from app.webhooks import ROUTER
 
 from .conftest import BASE, MILES, Service

@@ -10,7 +10,7 @@ import pytest
 
 from app.demo.localgithub import FakeGitHub
 from app.github.reference_states import CACHE
-from app.service.task_queue import every
+from app.processes.task_queue import every
 from app.store.models import RiskWindow
 from app.store.session import session_scope
 

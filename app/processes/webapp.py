@@ -16,8 +16,8 @@ from app import dashboard
 from app.config import ConfigError, Settings
 from app.dashboard.deps import api_viewer
 from app.github import METRICS as GITHUB_METRICS
+from app.processes.task_queue import Queue, make_queue, start_consumer, stop_consumer
 from app.service.services import Services
-from app.service.task_queue import Queue, make_queue, start_consumer, stop_consumer
 from app.store.session import session_scope
 from app.webhooks import ROUTER
 from app.webhooks.batching import GroupCommit

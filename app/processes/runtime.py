@@ -31,11 +31,11 @@ from app.cli import quiet_libraries
 from app.config import ConfigError, Settings, StartupError
 from app.github import GitHubApp
 from app.github.manifest import web_url
-from app.service.registration import unregistered, with_registration
+from app.processes.registration import unregistered, with_registration
+from app.processes.setupmode import Switch, create_setup_app
+from app.processes.task_queue import make_huey, make_queue, start_consumer, stop_consumer
+from app.processes.webapp import create_app
 from app.service.services import Services
-from app.service.setupmode import Switch, create_setup_app
-from app.service.task_queue import make_huey, make_queue, start_consumer, stop_consumer
-from app.service.webapp import create_app
 from app.store.migrate import current_revision, head_revision, upgrade
 from app.webhooks import ROUTER
 from app.webhooks.intake import Answer, Intake
@@ -45,7 +45,7 @@ log = logging.getLogger(__name__)
 
 def load_settings(**overrides: Any) -> Settings:
     """The settings from the environment (the App from the data directory when the environment names none,
-    app/service/registration.py); a bad value is a ConfigError naming the variable, never its value
+    app/processes/registration.py); a bad value is a ConfigError naming the variable, never its value
     (it may be a secret)."""
     try:
         return with_registration(Settings(**{name: value for name, value in overrides.items()

@@ -32,7 +32,7 @@ from app.dashboard.deps import GateDep, PageViewer, get_settings_of_app, identif
 from app.dashboard.views import PAGE_HEADERS, error_page, render
 from app.github.errors import GitHubError
 from app.github.manifest import convert_manifest, registration_url, web_url
-from app.service import registration
+from app.processes import registration
 
 STATE_COOKIE = "prtriage_setup_state"
 STATE_SECONDS = 3600  # GitHub's code lives an hour

@@ -25,7 +25,7 @@ from huey.storage import PriorityRedisStorage, RedisStorage
 from redis import ConnectionPool
 
 from app.config import ConfigError, Settings
-from app.service import recovery
+from app.processes import recovery
 from app.service.lease_keeper import Keeper
 from app.service.services import Services
 from app.trees import cachedir
@@ -154,7 +154,7 @@ def make_queue(services: Services, huey: Huey | None = None) -> Queue:
         prune_cache(services.settings)
         count(task="prune_cache", outcome="done")
 
-    # Registered by name (the message names `app.service.task_queue.<name>`), the same in every process.
+    # Registered by name (the message names `app.processes.task_queue.<name>`), the same in every process.
     queue = Queue(huey, deliver=huey.task(name="delivery")(deliver), triage=huey.task(name="triage")(triage),
                   close_check=huey.task(name="close_check")(close_check),
                   resync=huey.periodic_task(every(services.settings.resync_seconds),
