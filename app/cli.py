@@ -45,6 +45,7 @@ from app.engine.check_steps import (
     run_doctor,
 )
 from app.engine.matrix_capture import capture_matrix
+from app.logsetup import configure_logging
 from app.sandbox.runner import SandboxUnavailable
 from app.trees.cachedir import DEFAULT_MAX_SIZE, parse_size, prune
 from app.trees.gitrepo import GitError, cached_tree, github_slug
@@ -90,7 +91,7 @@ class Revision:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        configure_logging()
+        configure_logging(log_level())
         command: Callable[[argparse.Namespace], int] = args.command
         return command(args)
     except (UsageError, PolicyError, ConfigError) as exc:
@@ -516,21 +517,12 @@ def cache_directory(explicit: Path | None) -> Path:
     return (Path(xdg) if xdg else Path.home() / ".cache") / "prtriage"
 
 
-def configure_logging() -> None:
+def log_level() -> int:
     name = os.environ.get("PRTRIAGE_LOG_LEVEL", "WARNING").upper()
     level = logging.getLevelName(name)
     if not isinstance(level, int):
         raise UsageError(f"PRTRIAGE_LOG_LEVEL: unknown level {name!r} (DEBUG, INFO, WARNING, ERROR)")
-    logging.basicConfig(level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
-    quiet_libraries(level)
-
-
-CHATTY = ("huey", "httpx", "alembic")  # log every task, request or migration step at INFO
-
-
-def quiet_libraries(level: int) -> None:
-    for name in CHATTY:
-        logging.getLogger(name).setLevel(level if level <= logging.DEBUG else max(level, logging.WARNING))
+    return level
 
 
 class ProgressPrinter:

@@ -27,10 +27,10 @@ from starlette.types import ASGIApp
 
 from app import dashboard
 from app.analysis.explain import describe
-from app.cli import quiet_libraries
 from app.config import ConfigError, Settings, StartupError
 from app.github import GitHubApp
 from app.github.manifest import web_url
+from app.logsetup import quiet_libraries
 from app.processes.registration import unregistered, with_registration
 from app.processes.setupmode import Switch, create_setup_app
 from app.processes.task_queue import make_huey, make_queue, start_consumer, stop_consumer
