@@ -10,7 +10,6 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, PlainTextResponse
-from sqlalchemy import text
 
 from app import dashboard
 from app.config import ConfigError, Settings
@@ -18,7 +17,7 @@ from app.dashboard.deps import api_viewer
 from app.github import METRICS as GITHUB_METRICS
 from app.processes.task_queue import Queue, make_queue, start_consumer, stop_consumer
 from app.service.services import Services
-from app.store.session import session_scope
+from app.store.session import ping, session_scope
 from app.webhooks import ROUTER
 from app.webhooks.batching import GroupCommit
 from app.webhooks.intake import Intake
@@ -87,7 +86,7 @@ operations = APIRouter()
 def _database_ok(services: Services) -> bool:
     try:
         with session_scope(services.sessions, read_only=True) as session:
-            session.execute(text("SELECT 1"))
+            ping(session)
     except Exception:
         return False
     return True

@@ -24,13 +24,15 @@ from app.github import (
 from app.github.client import GitHubClient
 from app.github.github_models import PullInfo
 from app.service.services import Services
-from app.store.models import Finding, Installation, PullRequest, TriageRun
+from app.store.models import Finding, PullRequest, TriageRun
 from app.store.queries import (
     acknowledge_findings,
     acknowledge_run,
     close_window,
     get_pull_request,
+    has_installation,
     latest_run,
+    pull_request_by_id,
     start_run,
     upsert_installation,
     upsert_pull_request,
@@ -136,7 +138,7 @@ def _rerun(services: Services, client: GitHubClient, comment: PullComment, permi
 
 def _record_pull(session: Session, comment: PullComment, pull: PullInfo) -> PullRequest:
     """The PR as GitHub describes it now (a PR commented on before any triage has no row yet)."""
-    if session.get(Installation, comment.installation_id) is None:
+    if not has_installation(session, installation_id=comment.installation_id):
         upsert_installation(session, installation_id=comment.installation_id,
                             account_login=comment.owner_repo[0])
     repository, repository_id = comment.repository, int(comment.repository["id"])
@@ -216,7 +218,7 @@ def _close_windows(services: Services, comment: PullComment, command: Command) -
     pr_id, full_name = _stored_pull(services, comment)
     closed: list[int] = []
     with services.writing() as session:
-        pr = session.get(PullRequest, pr_id) if pr_id is not None else None
+        pr = pull_request_by_id(session, pr_id=pr_id) if pr_id is not None else None
         for window in windows_of_pull_request(session, pr_id=pr.id) if pr else []:
             numbers = {ref.target_number for ref in window.awaiting}
             if window.state == "open" and command.window in (None, window.id, *numbers):

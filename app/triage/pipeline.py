@@ -18,7 +18,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.analysis.model import Finding
@@ -40,15 +39,20 @@ from app.github import (
 )
 from app.github.comments import find_sticky_comment, sticky_body
 from app.service.services import Services
-from app.store.models import Conclusion, Installation, PullRequest, Repository, TriageRun
+from app.store.models import Conclusion, PullRequest
 from app.store.queries import (
     fail_run,
     finish_run,
     get_delivery,
+    get_run,
+    has_installation,
     is_current,
     latest_run,
     mark_delivery,
     mark_running,
+    open_pull_numbers_at,
+    pull_request_head,
+    pull_request_of_run,
     run_for_check_run,
     start_run,
     upsert_installation,
@@ -146,7 +150,7 @@ def _owner_repo(summary: dict[str, Any]) -> tuple[str, str]:
 
 
 def _record_repository(session: Session, summary: dict[str, Any], installation_id: int) -> None:
-    if session.get(Installation, installation_id) is None:
+    if not has_installation(session, installation_id=installation_id):
         upsert_installation(session, installation_id=installation_id, account_login=_owner_repo(summary)[0])
     repository = summary["repository"]
     upsert_repository(session, repository_id=int(repository["id"]), full_name=str(repository["full_name"]),
@@ -192,10 +196,8 @@ def _numbers(services: Services, session: Session, summary: dict[str, Any]) -> l
         return numbers or [run.pull_request.number]
     if not numbers and summary.get("head_sha"):
         # a check suite of a fork's push lists no PR: the open ones at that head
-        query = select(PullRequest.number).join(Repository).where(
-            Repository.id == int(summary["repository"]["id"]), PullRequest.head_sha == summary["head_sha"],
-            PullRequest.state == "open")
-        numbers = list(session.scalars(query))
+        numbers = open_pull_numbers_at(session, repository_id=int(summary["repository"]["id"]),
+                                       head_sha=str(summary["head_sha"]))
     return numbers
 
 
@@ -285,7 +287,7 @@ JOBS: dict[str, Callable[[Services, str, dict[str, Any]], list[int]]] = {
 def _target(services: Services, run_id: int) -> RunTarget | None:
     """The run's target, or None when the run is no longer queued or running (done, failed, superseded)."""
     with session_scope(services.sessions, read_only=True) as session:
-        run = session.get(TriageRun, run_id)
+        run = get_run(session, run_id=run_id)
         if run is None or run.status not in ("queued", "running"):
             return None
         pr = run.pull_request
@@ -317,7 +319,7 @@ def triage_run(services: Services, run_id: int) -> None:
 
 def _pr_of(services: Services, run_id: int) -> int:
     with session_scope(services.sessions, read_only=True) as session:
-        return int(session.scalars(select(TriageRun.pull_request_id).where(TriageRun.id == run_id)).one())
+        return pull_request_of_run(session, run_id=run_id)
 
 
 def _triage_locked(services: Services, client: GitHubClient, target: RunTarget) -> None:
@@ -468,7 +470,7 @@ def _publish(services: Services, client: GitHubClient, target: RunTarget, check_
     """
     with session_scope(services.sessions, read_only=True) as session:
         current = is_current(session, run_id=target.run_id)
-        newer = session.scalars(select(PullRequest.head_sha).where(PullRequest.id == target.pr_id)).one()
+        newer = pull_request_head(session, pr_id=target.pr_id)
     output = check_output(report)
     if not current:  # a late result for an old head is never posted over the newer one
         _cancel(client, target.owner, target.repo, check_run_id, superseded_reason(newer))

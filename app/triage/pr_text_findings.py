@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Sequence
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.analysis.followup_findings import followup_findings, trim
@@ -18,8 +17,8 @@ from app.analysis.report import CheckReport
 from app.github.client import GitHubClient
 from app.github.github_models import PullInfo
 from app.github.reference_states import ResolutionCache, resolve_references
-from app.store.models import PullRequest, Reference, RiskWindow
-from app.store.queries import get_pull_request, windows_of_pull_request
+from app.store.models import PullRequest, RiskWindow
+from app.store.queries import closing_references, get_pull_request, windows_of_pull_request
 from app.triage.risk_windows import read_references
 
 RISK_CHARS = 160
@@ -56,7 +55,7 @@ def _of_reverted(session: Session, reverted: PullRequest, label: str) -> list[Fi
             findings.append(Finding(kind="revert_closes_window", severity="info",
                                     message=f"Reverting {label} fixes the risk it left open: merging this "
                                             f"closes its risk window{_awaiting(window)}{risk}."))
-    fixed = sorted({f"#{r.target_number}" for r in _closing_references(session, reverted)})
+    fixed = sorted({f"#{r.target_number}" for r in closing_references(session, pr_id=reverted.id)})
     if fixed:
         findings.append(Finding(kind="revert_reopens", severity="warning",
                                 message=f"Reverting {label} re-opens what it fixed: {', '.join(fixed)}."))
@@ -67,11 +66,6 @@ def _awaiting(window: RiskWindow) -> str:
     if not window.awaiting:
         return ""
     return " awaiting " + ", ".join(f"{r.ref} ({r.state or 'unresolved'})" for r in window.awaiting)
-
-
-def _closing_references(session: Session, pr: PullRequest) -> list[Reference]:
-    query = select(Reference).where(Reference.pull_request_id == pr.id, Reference.kind == "closes")
-    return list(session.scalars(query))
 
 
 def with_findings(report: CheckReport, findings: Sequence[Finding]) -> CheckReport:
