@@ -41,6 +41,7 @@ from app.store.queries import (
 )
 from app.store.session import session_scope
 from app.triage.command_parser import HELP, PREFIX, Command, Invalid, parse_commands
+from app.triage.job_payloads import CommandJob
 from app.triage.pr_report import RERUN_BUTTON, superseded_reason
 
 log = logging.getLogger(__name__)
@@ -62,10 +63,16 @@ class PullComment:
     body: str
 
     @classmethod
+    def from_command(cls, job: CommandJob, installation_id: int) -> PullComment:
+        """From the job of app/webhooks/comment_events.py, with its installation (asked of GitHub when the
+        delivery named none)."""
+        return cls(installation_id, job.repository.to_json(), job.number, job.comment_id, job.author,
+                   job.body)
+
+    @classmethod
     def from_job(cls, installation_id: int, data: dict[str, Any]) -> PullComment:
-        """From the job data of app/webhooks/comment_events.py."""
-        return cls(installation_id, dict(data["repository"]), int(data["number"]), int(data["comment_id"]),
-                   str(data["author"]), str(data["body"]))
+        """From the job's data as JSON (`Job.data`)."""
+        return cls.from_command(CommandJob.from_data(installation_id, data), installation_id)
 
     @property
     def owner_repo(self) -> tuple[str, str]:

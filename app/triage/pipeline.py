@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,6 +62,15 @@ from app.store.session import session_scope
 from app.store.windows import SYSTEM_ACTOR
 from app.triage import risk_windows
 from app.triage.command_runner import PullComment, run_comment
+from app.triage.job_payloads import (
+    ClosedJob,
+    CommandJob,
+    InstallationJob,
+    JobPayload,
+    RepositoryRef,
+    TriageJob,
+    from_summary,
+)
 from app.triage.pr_report import (
     COMMENT_MARKER,
     CheckOutput,
@@ -125,36 +133,42 @@ def process_delivery(services: Services, guid: str, *, final: bool = True) -> li
             raise DeliveryNotVisible(guid)
         if delivery.status != "queued":
             return []
-        summary = dict(delivery.payload_summary)
+        stored = dict(delivery.payload_summary)
     with services.leases.delivery(services.writing, guid) as claimed:
         if not claimed:  # done meanwhile, or a live job has it (a second message for one delivery)
             return []
-        return _run_job(services, guid, summary, final=final)
+        return _run_job(services, guid, stored, final=final)
 
 
-def _run_job(services: Services, guid: str, summary: dict[str, Any], *, final: bool) -> list[int]:
+def _run_job(services: Services, guid: str, stored: dict[str, Any], *, final: bool) -> list[int]:
     try:
-        return JOBS[summary["job"]](services, guid, summary)
+        return _dispatch(services, guid, from_summary(stored))
     except Exception as exc:
         if not final:
             raise
-        log.exception("delivery %s: %s job failed", guid, summary.get("job"))
+        log.exception("delivery %s: %s job failed", guid, stored.get("job"))
         with services.writing() as session:
             mark_delivery(session, guid=guid, status="failed", error=describe(exc))
         return []
 
 
-def _owner_repo(summary: dict[str, Any]) -> tuple[str, str]:
-    owner, _, name = str(summary["repository"]["full_name"]).partition("/")
-    return owner, name
+def _dispatch(services: Services, guid: str, job: JobPayload) -> list[int]:
+    match job:
+        case TriageJob():
+            return _triage_job(services, guid, job)
+        case ClosedJob():
+            return _closed_job(services, guid, job)
+        case CommandJob():
+            return _command_job(services, guid, job)
+        case InstallationJob():
+            return _installation_job(services, guid, job)
 
 
-def _record_repository(session: Session, summary: dict[str, Any], installation_id: int) -> None:
+def _record_repository(session: Session, repository: RepositoryRef, installation_id: int) -> None:
     if not has_installation(session, installation_id=installation_id):
-        upsert_installation(session, installation_id=installation_id, account_login=_owner_repo(summary)[0])
-    repository = summary["repository"]
-    upsert_repository(session, repository_id=int(repository["id"]), full_name=str(repository["full_name"]),
-                      private=bool(repository.get("private")), installation_id=installation_id)
+        upsert_installation(session, installation_id=installation_id, account_login=repository.owner_repo[0])
+    upsert_repository(session, repository_id=repository.id, full_name=repository.full_name,
+                      private=repository.private, installation_id=installation_id)
 
 
 def _record_pull(session: Session, repository_id: int, pull: PullInfo) -> PullRequest:
@@ -165,14 +179,14 @@ def _record_pull(session: Session, repository_id: int, pull: PullInfo) -> PullRe
         body=pull.body)
 
 
-def _installation_of(services: Services, summary: dict[str, Any]) -> int:
+def _installation_of(services: Services, job: TriageJob | ClosedJob | CommandJob) -> int:
     """The installation of a delivery; a repository webhook's has none, so ask GitHub."""
-    if summary.get("installation_id") is not None:
-        return int(summary["installation_id"])
-    return services.github.installation_for(*_owner_repo(summary))
+    if job.installation_id is not None:
+        return job.installation_id
+    return services.github.installation_for(*job.repository.owner_repo)
 
 
-def _covered(session: Session, pr: PullRequest, pull: PullInfo, summary: dict[str, Any]) -> bool:
+def _covered(session: Session, pr: PullRequest, pull: PullInfo, job: TriageJob) -> bool:
     """Whether a run already judges (or will judge) this head on this base: then no new run is started."""
     latest = latest_run(session, pr_id=pr.id)
     if latest is None or latest.head_sha != pull.head_sha or latest.base_sha != pull.base_sha:
@@ -180,44 +194,42 @@ def _covered(session: Session, pr: PullRequest, pull: PullInfo, summary: dict[st
     if latest.status in ("queued", "running"):
         return True
     # a push event that arrives after a later push was already triaged
-    return summary.get("reason") == "synchronize" and summary.get("head_sha") != pull.head_sha \
-        and latest.status != "superseded"
+    return job.reason == "synchronize" and job.head_sha != pull.head_sha and latest.status != "superseded"
 
 
-def _numbers(services: Services, session: Session, summary: dict[str, Any]) -> list[int] | None:
+def _numbers(services: Services, session: Session, job: TriageJob) -> list[int] | None:
     """The PRs a triage job is about; None when the delivery is not for us (another App's check)."""
-    numbers = [int(n) for n in summary.get("numbers", [])]
-    if summary.get("app_id") not in (None, services.settings.github_app_id):
+    numbers = list(job.numbers)
+    if job.app_id not in (None, services.settings.github_app_id):
         return None
-    if summary.get("check_run_id") is not None:
-        run = run_for_check_run(session, check_run_id=int(summary["check_run_id"]))
+    if job.check_run_id is not None:
+        run = run_for_check_run(session, check_run_id=job.check_run_id)
         if run is None:
             return None
         return numbers or [run.pull_request.number]
-    if not numbers and summary.get("head_sha"):
+    if not numbers and job.head_sha:
         # a check suite of a fork's push lists no PR: the open ones at that head
-        numbers = open_pull_numbers_at(session, repository_id=int(summary["repository"]["id"]),
-                                       head_sha=str(summary["head_sha"]))
+        numbers = open_pull_numbers_at(session, repository_id=job.repository.id, head_sha=job.head_sha)
     return numbers
 
 
-def _triage_job(services: Services, guid: str, summary: dict[str, Any]) -> list[int]:
-    owner, name = _owner_repo(summary)
+def _triage_job(services: Services, guid: str, job: TriageJob) -> list[int]:
+    owner, name = job.repository.owner_repo
     with session_scope(services.sessions, read_only=True) as session:
-        numbers = _numbers(services, session, summary)
+        numbers = _numbers(services, session, job)
     if numbers is None:
         with services.writing() as session:
             mark_delivery(session, guid=guid, status="ignored", error="not a check of this App")
         return []
-    installation_id = _installation_of(services, summary)
+    installation_id = _installation_of(services, job)
     client = services.client(installation_id)
     pulls = [client.get_pull(owner, name, number) for number in numbers]
     started, cancels = [], []
     with services.writing() as session:
-        _record_repository(session, summary, installation_id)
+        _record_repository(session, job.repository, installation_id)
         for pull in pulls:
-            pr = _record_pull(session, int(summary["repository"]["id"]), pull)
-            if pull.state != "open" or _covered(session, pr, pull, summary):
+            pr = _record_pull(session, job.repository.id, pull)
+            if pull.state != "open" or _covered(session, pr, pull, job):
                 continue
             begun = start_run(session, pr=pr, head_sha=pull.head_sha, base_sha=pull.base_sha)
             started.append(begun.run.id)
@@ -235,50 +247,42 @@ def _cancel(client: GitHubClient, owner: str, repo: str, check_run_id: int, reas
         log.warning("check run %d: could not cancel: %s", check_run_id, exc)
 
 
-def _closed_job(services: Services, guid: str, summary: dict[str, Any]) -> list[int]:
-    owner, name = _owner_repo(summary)
-    installation_id = _installation_of(services, summary)
+def _closed_job(services: Services, guid: str, job: ClosedJob) -> list[int]:
+    owner, name = job.repository.owner_repo
+    installation_id = _installation_of(services, job)
     client = services.client(installation_id)
-    pull = client.get_pull(owner, name, int(summary["number"]))
+    pull = client.get_pull(owner, name, job.number)
     with services.writing() as session:
-        _record_repository(session, summary, installation_id)
-        pr_id = _record_pull(session, int(summary["repository"]["id"]), pull).id
+        _record_repository(session, job.repository, installation_id)
+        pr_id = _record_pull(session, job.repository.id, pull).id
     if pull.merged or pull.merged_at is not None:  # before the delivery is done: a failure retries it
         risk_windows.handle_merge(services, client, pr_id=pr_id, owner=owner, repo=name, pull=pull,
-                             actor=str(summary.get("actor") or SYSTEM_ACTOR))
+                                  actor=job.actor or SYSTEM_ACTOR)
     with services.writing() as session:
         mark_delivery(session, guid=guid, status="processed")
     return []
 
 
-def _command_job(services: Services, guid: str, summary: dict[str, Any]) -> list[int]:
+def _command_job(services: Services, guid: str, job: CommandJob) -> list[int]:
     """`/triage` commands of a PR comment; the triage runs a rerun started."""
-    installation_id = _installation_of(services, summary)
-    runs = run_comment(services, services.client(installation_id), PullComment.from_job(installation_id,
-                                                                                        summary))
+    installation_id = _installation_of(services, job)
+    comment = PullComment.from_command(job, installation_id)
+    runs = run_comment(services, services.client(installation_id), comment)
     with services.writing() as session:
         mark_delivery(session, guid=guid, status="processed")
     return runs
 
 
-def _installation_job(services: Services, guid: str, summary: dict[str, Any]) -> list[int]:
-    installation_id = int(summary["installation_id"])
-    account = summary["account"]
+def _installation_job(services: Services, guid: str, job: InstallationJob) -> list[int]:
     with services.writing() as session:
-        upsert_installation(session, installation_id=installation_id, account_login=str(account["login"]),
-                            account_type=account.get("type"), state=summary["state"])
-        for listed, removed in ((summary["added"], False), (summary["removed"], True)):
+        upsert_installation(session, installation_id=job.installation_id, account_login=job.account_login,
+                            account_type=job.account_type, state=job.state)
+        for listed, removed in ((job.added, False), (job.removed, True)):
             for repo in listed:
-                upsert_repository(session, repository_id=int(repo["id"]), full_name=str(repo["full_name"]),
-                                  private=bool(repo["private"]), installation_id=installation_id,
-                                  removed=removed)
+                upsert_repository(session, repository_id=repo.id, full_name=repo.full_name,
+                                  private=repo.private, installation_id=job.installation_id, removed=removed)
         mark_delivery(session, guid=guid, status="processed")
     return []
-
-
-JOBS: dict[str, Callable[[Services, str, dict[str, Any]], list[int]]] = {
-    "triage": _triage_job, "pull_request_closed": _closed_job, "installation": _installation_job,
-    "command": _command_job}
 
 
 # The triage of one run

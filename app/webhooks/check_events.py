@@ -4,6 +4,7 @@ for a run that reported to that check run), not by names a payload can carry."""
 
 from __future__ import annotations
 
+from app.triage.job_payloads import TriageJob
 from app.triage.pr_report import RERUN_ACTION  # the identifier of the button the completed check run carries
 from app.webhooks.payloads import CheckRunEvent, CheckSuiteEvent, PullRef
 from app.webhooks.router import Decision, Ignored, Job, PayloadError, Router
@@ -11,9 +12,9 @@ from app.webhooks.router import Decision, Ignored, Job, PayloadError, Router
 router = Router()
 
 
-def _numbers(pull_requests: list[PullRef]) -> list[int]:
+def _numbers(pull_requests: list[PullRef]) -> tuple[int, ...]:
     """The PR numbers a check run or suite lists (empty for pushes to forks, as GitHub documents)."""
-    return [pull.number for pull in pull_requests]
+    return tuple(pull.number for pull in pull_requests)
 
 
 @router.register("check_run", "rerequested", "requested_action", model=CheckRunEvent)
@@ -25,15 +26,13 @@ def rerun_check_run(event: CheckRunEvent) -> Decision:
         identifier = event.requested_action.identifier
         if identifier != RERUN_ACTION:
             return Ignored(f"requested_action {identifier[:40]!r}: not an action of ours")
-    return Job("triage", event.installation_id, {
-        "repository": event.repository.job_data(), "numbers": _numbers(check_run.pull_requests),
-        "head_sha": check_run.head_sha, "check_run_id": check_run.id, "reason": f"check_run.{event.action}"})
+    return Job.of(TriageJob(event.installation_id, event.repository.ref(), _numbers(check_run.pull_requests),
+                            check_run.head_sha, f"check_run.{event.action}", check_run_id=check_run.id))
 
 
 @router.register("check_suite", "rerequested", model=CheckSuiteEvent)
 def rerun_check_suite(event: CheckSuiteEvent) -> Decision:
     suite = event.check_suite
-    return Job("triage", event.installation_id, {
-        "repository": event.repository.job_data(), "numbers": _numbers(suite.pull_requests),
-        "head_sha": suite.head_sha, "app_id": suite.app.id if suite.app else None,
-        "reason": "check_suite.rerequested"})
+    app_id = suite.app.id if suite.app else None
+    return Job.of(TriageJob(event.installation_id, event.repository.ref(), _numbers(suite.pull_requests),
+                            suite.head_sha, "check_suite.rerequested", app_id=app_id))

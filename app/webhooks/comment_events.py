@@ -4,6 +4,7 @@ other bots', comments on issues and comments without a command are ignored here,
 from __future__ import annotations
 
 from app.triage.command_parser import parse_commands
+from app.triage.job_payloads import CommandJob
 from app.webhooks.payloads import IssueCommentEvent
 from app.webhooks.router import Decision, Ignored, Job, PayloadError, Router
 
@@ -22,6 +23,5 @@ def queue_commands(event: IssueCommentEvent) -> Decision:
         return Ignored("no /triage command")
     if comment.user is None or comment.user.login is None:
         raise PayloadError("payload lacks comment.user.login")
-    return Job("command", event.installation_id, {
-        "repository": event.repository.job_data(), "number": event.issue.number, "comment_id": comment.id,
-        "author": comment.user.login, "body": body})
+    return Job.of(CommandJob(event.installation_id, event.repository.ref(), event.issue.number, comment.id,
+                             comment.user.login, body))
