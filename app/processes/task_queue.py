@@ -13,7 +13,6 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
@@ -75,14 +74,22 @@ def make_huey(settings: Settings) -> Huey:
                       "sqlite:///PATH)")
 
 
-@dataclass
 class Queue:
-    huey: Huey
-    deliver: TaskWrapper
-    triage: TaskWrapper
-    close_check: TaskWrapper
-    resync: TaskWrapper
-    prune_cache: TaskWrapper
+    """The Huey instance and the service's tasks on it. Each task is a method of its own, run with the
+    SERVICES of whichever process consumes it; the attributes are Huey's task wrappers, to call (queue a
+    message), `.schedule` or `.s`. Registered by name: a message names `app.processes.task_queue.<name>`,
+    the same in every process."""
+
+    def __init__(self, huey: Huey, services: Services) -> None:
+        self.huey, self.services = huey, services
+        self._count = services.metrics.jobs.inc
+        self.deliver: TaskWrapper = huey.task(name="delivery")(self.run_delivery)
+        self.triage: TaskWrapper = huey.task(name="triage")(self.run_triage)
+        self.close_check: TaskWrapper = huey.task(name="close_check")(self.run_close_check)
+        self.resync: TaskWrapper = huey.periodic_task(every(services.settings.resync_seconds),
+                                                      name="resync")(self.run_resync)
+        self.prune_cache: TaskWrapper = huey.periodic_task(every(CACHE_PRUNE_SECONDS),
+                                                           name="prune_cache")(self.run_prune_cache)
 
     def enqueue_delivery(self, guid: str) -> None:
         """Queue the delivery's job; raises when the queue cannot take it (the intake answers 503)."""
@@ -95,72 +102,66 @@ class Queue:
         except Exception:
             return None, None
 
-
-def make_queue(services: Services, huey: Huey | None = None) -> Queue:
-    """The queue and its tasks; the tasks run with SERVICES (in whichever process consumes them)."""
-    huey = huey if huey is not None else make_huey(services.settings)
-    count = services.metrics.jobs.inc
-
-    def deliver(guid: str, attempt: int = 1) -> None:
+    def run_delivery(self, guid: str, attempt: int = 1) -> None:
+        """The delivery's job, tried again later (DELIVERY_ATTEMPTS in all); then the runs it started."""
         try:
-            run_ids = pipeline.process_delivery(services, guid, final=attempt >= DELIVERY_ATTEMPTS)
+            run_ids = pipeline.process_delivery(self.services, guid, final=attempt >= DELIVERY_ATTEMPTS)
         except Exception as exc:
             if attempt >= DELIVERY_ATTEMPTS:
                 log.warning("delivery %s: given up after %d attempts (%s)", guid, attempt, type(exc).__name__)
-                count(task="delivery", outcome="given_up")
+                self._count(task="delivery", outcome="given_up")
                 return
-            count(task="delivery", outcome="retried")
-            queue.deliver.schedule((guid, attempt + 1), delay=2.0 ** attempt)
+            self._count(task="delivery", outcome="retried")
+            self.deliver.schedule((guid, attempt + 1), delay=2.0 ** attempt)
             return
-        count(task="delivery", outcome="done")
+        self._count(task="delivery", outcome="done")
         for run_id in run_ids:
-            queue.triage(run_id)
-        recovery.queued(services, run_ids)
+            self.triage(run_id)
+        recovery.queued(self.services, run_ids)
 
-    def triage(run_id: int) -> None:
+    def run_triage(self, run_id: int) -> None:
+        """The run's triage; again shortly when another worker has its PR, and a check run GitHub would not
+        let it complete is closed later."""
         try:
-            pipeline.triage_run(services, run_id)
+            pipeline.triage_run(self.services, run_id)
         except pipeline.PullRequestBusy:
-            count(task="triage", outcome="busy")
-            queue.triage.schedule((run_id,), delay=BUSY_RETRY_SECONDS)
+            self._count(task="triage", outcome="busy")
+            self.triage.schedule((run_id,), delay=BUSY_RETRY_SECONDS)
             return
         except pipeline.CheckNotClosed as unclosed:
-            count(task="triage", outcome="check_not_closed")
-            queue.close_check.schedule(_close_args(unclosed, 0), delay=CLOSE_CHECK_DELAYS[0])
+            self._count(task="triage", outcome="check_not_closed")
+            self.close_check.schedule(_close_args(unclosed, 0), delay=CLOSE_CHECK_DELAYS[0])
             return
-        count(task="triage", outcome="done")
+        self._count(task="triage", outcome="done")
 
-    def close_check(installation_id: int, owner: str, repo: str, check_run_id: int, reason: str,
-                    attempt: int) -> None:
+    def run_close_check(self, installation_id: int, owner: str, repo: str, check_run_id: int, reason: str,
+                        attempt: int) -> None:
         try:
-            pipeline.close_check_run(services, installation_id=installation_id, owner=owner, repo=repo,
+            pipeline.close_check_run(self.services, installation_id=installation_id, owner=owner, repo=repo,
                                      check_run_id=check_run_id, reason=reason)
         except Exception as exc:
             if attempt + 1 >= len(CLOSE_CHECK_DELAYS):
                 log.error("check run %d of %s/%s stays open: %s", check_run_id, owner, repo, exc)
-                count(task="close_check", outcome="given_up")
+                self._count(task="close_check", outcome="given_up")
                 return
-            count(task="close_check", outcome="retried")
-            queue.close_check.schedule((installation_id, owner, repo, check_run_id, reason, attempt + 1),
-                                       delay=CLOSE_CHECK_DELAYS[attempt + 1])
+            self._count(task="close_check", outcome="retried")
+            self.close_check.schedule((installation_id, owner, repo, check_run_id, reason, attempt + 1),
+                                      delay=CLOSE_CHECK_DELAYS[attempt + 1])
             return
-        count(task="close_check", outcome="done")
+        self._count(task="close_check", outcome="done")
 
-    def resync_windows() -> None:
-        outcome = resync.resync(services)
-        count(task="resync", outcome="done" if not outcome.failed else "partial")
+    def run_resync(self) -> None:
+        outcome = resync.resync(self.services)
+        self._count(task="resync", outcome="done" if not outcome.failed else "partial")
 
-    def prune() -> None:
-        prune_cache(services.settings)
-        count(task="prune_cache", outcome="done")
+    def run_prune_cache(self) -> None:
+        prune_cache(self.services.settings)
+        self._count(task="prune_cache", outcome="done")
 
-    # Registered by name (the message names `app.processes.task_queue.<name>`), the same in every process.
-    queue = Queue(huey, deliver=huey.task(name="delivery")(deliver), triage=huey.task(name="triage")(triage),
-                  close_check=huey.task(name="close_check")(close_check),
-                  resync=huey.periodic_task(every(services.settings.resync_seconds),
-                                            name="resync")(resync_windows),
-                  prune_cache=huey.periodic_task(every(CACHE_PRUNE_SECONDS), name="prune_cache")(prune))
-    return queue
+
+def make_queue(services: Services, huey: Huey | None = None) -> Queue:
+    """The queue and its tasks; the tasks run with SERVICES (in whichever process consumes them)."""
+    return Queue(huey if huey is not None else make_huey(services.settings), services)
 
 
 def every(seconds: int) -> Callable[[datetime], bool]:
