@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import shlex
 import sys
@@ -35,7 +34,7 @@ from app.analysis.policy import (
 from app.analysis.render import render
 from app.analysis.workflow_commands import append_step_summary, render_github
 from app.analysis.workflow_commands import command as workflow_command
-from app.config import ConfigError, StartupError, UsageError
+from app.config import CommandLineSettings, ConfigError, StartupError, UsageError
 from app.engine.check_steps import (
     SANDBOX_HINT,
     AnalysisError,
@@ -91,7 +90,7 @@ class Revision:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        configure_logging(log_level())
+        configure_logging(CommandLineSettings().log_level_number())
         command: Callable[[argparse.Namespace], int] = args.command
         return command(args)
     except (UsageError, PolicyError, ConfigError) as exc:
@@ -304,7 +303,7 @@ def demo_command(args: argparse.Namespace) -> int:
     port = args.port
     if port is None:
         try:
-            port = port_number(any_free=True)(os.environ.get("PRTRIAGE_PORT") or "8000")
+            port = port_number(any_free=True)(CommandLineSettings().port or "8000")
         except argparse.ArgumentTypeError as exc:
             raise UsageError(f"PRTRIAGE_PORT: {exc}") from None
 
@@ -333,15 +332,15 @@ def db_upgrade_command(args: argparse.Namespace) -> int:
 
 
 def cache_prune_command(args: argparse.Namespace) -> int:
-    size = args.max_size
-    if size is None:
-        size = os.environ.get("PRTRIAGE_CACHE_MAX_SIZE") or DEFAULT_MAX_SIZE
-    try:
-        max_bytes = parse_size(size)
-    except ValueError as exc:
-        where = "PRTRIAGE_CACHE_MAX_SIZE" if args.max_size is None else "--max-size"
-        raise UsageError(f"{where}: {exc}") from None
-    print(prune(cache_directory(args.cache_dir), max_bytes).summary())
+    settings = CommandLineSettings()
+    if args.max_size is None:
+        max_bytes = settings.cache_max_bytes()
+    else:
+        try:
+            max_bytes = parse_size(args.max_size)
+        except ValueError as exc:
+            raise UsageError(f"--max-size: {exc}") from None
+    print(prune(settings.cache_directory(args.cache_dir), max_bytes).summary())
     return EXIT_OK
 
 
@@ -368,7 +367,7 @@ def pre_push_command(args: argparse.Namespace) -> int:
 
 
 def check_command(args: argparse.Namespace) -> int:
-    cache_dir = cache_directory(args.cache_dir)
+    cache_dir = CommandLineSettings().cache_directory(args.cache_dir)
     base, head = check_revisions(args, cache_dir)
     policy = resolve_policy(args.policy, base, args.repo)
     try:
@@ -403,7 +402,7 @@ def check_revisions(args: argparse.Namespace, cache_dir: Path) -> tuple[Revision
 
 
 def doctor_command(args: argparse.Namespace) -> int:
-    cache_dir = cache_directory(args.cache_dir)
+    cache_dir = CommandLineSettings().cache_directory(args.cache_dir)
     revision = single_revision(args, cache_dir, "doctor")
     policy = resolve_policy(args.policy, revision, args.repo)
     health = run_doctor(revision.tree, policy, cache_dir=cache_dir, allow_unsandboxed=args.allow_unsandboxed,
@@ -419,7 +418,7 @@ def doctor_command(args: argparse.Namespace) -> int:
 
 
 def matrix_command(args: argparse.Namespace) -> int:
-    cache_dir = cache_directory(args.cache_dir)
+    cache_dir = CommandLineSettings().cache_directory(args.cache_dir)
     revision = single_revision(args, cache_dir, "matrix")
     policy = resolve_policy(args.policy, revision, args.repo)
     require_sandbox(args.allow_unsandboxed)
@@ -506,23 +505,6 @@ def default_policy_hint(policy: Policy, args: argparse.Namespace) -> str:
         return hint + "."
     where = f"--repo {args.repo} --rev {args.base}" if args.repo is not None else f"--tree {args.base_tree}"
     return f"{hint} and run\n  `prtriage doctor {where} --policy FILE` until it says the revision is healthy."
-
-
-def cache_directory(explicit: Path | None) -> Path:
-    if explicit is not None:
-        return explicit
-    if os.environ.get("PRTRIAGE_CACHE_DIR"):
-        return Path(os.environ["PRTRIAGE_CACHE_DIR"])
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "prtriage"
-
-
-def log_level() -> int:
-    name = os.environ.get("PRTRIAGE_LOG_LEVEL", "WARNING").upper()
-    level = logging.getLevelName(name)
-    if not isinstance(level, int):
-        raise UsageError(f"PRTRIAGE_LOG_LEVEL: unknown level {name!r} (DEBUG, INFO, WARNING, ERROR)")
-    return level
 
 
 class ProgressPrinter:
