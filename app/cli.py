@@ -32,6 +32,8 @@ from app.analysis.policy import (
     parse_policy,
 )
 from app.analysis.render import render
+from app.analysis.starter import NoValidator
+from app.analysis.starter import render as render_starter
 from app.analysis.workflow_commands import append_step_summary, render_github
 from app.analysis.workflow_commands import command as workflow_command
 from app.config import CommandLineSettings, ConfigError, StartupError, UsageError
@@ -42,6 +44,7 @@ from app.engine.check_steps import (
     require_sandbox,
     run_check,
     run_doctor,
+    run_init,
 )
 from app.engine.matrix_capture import capture_matrix
 from app.logsetup import configure_logging
@@ -124,6 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_check(commands)
     _add_matrix(commands)
     _add_doctor(commands)
+    _add_init(commands)
     _add_pre_push(commands)
     _add_followups(commands)
     _add_service(commands)
@@ -199,6 +203,30 @@ def _add_doctor(commands: argparse._SubParsersAction[Parser]) -> None:
         epilog="exit status: 0 healthy, 2 bad usage or invalid policy, 3 could not analyse")
     _one_revision_options(doctor)
     doctor.set_defaults(command=doctor_command)
+
+
+def _add_init(commands: argparse._SubParsersAction[Parser]) -> None:
+    init = commands.add_parser(
+        "init", help="write a starter policy detected from the repository, and its health",
+        description="Detect the repository's shape (its command-line validator, its CI sources, what the "
+                    "harness needs) from one revision, write a starter policy with a comment on each "
+                    "choice, refine it by `doctor` rounds (each adds what the last one's errors ask for: "
+                    "option defaults, CI-host paths, the HF config) and print the health of the policy "
+                    "written. --repo (revision --rev, default HEAD), or --tree DIR.",
+        epilog="exit status: 0 the policy written is healthy, 2 bad usage or the file exists (--force), "
+               "3 nothing detected, no sandbox, or the policy written could not analyse (edit it and run "
+               "`prtriage doctor`)")
+    init.add_argument("--repo", type=Path, metavar="PATH", help="git repository (read from git objects)")
+    init.add_argument("--rev", metavar="REV", help="revision (with --repo; default HEAD)")
+    init.add_argument("--tree", type=Path, metavar="DIR", help="unpacked tree (without --repo)")
+    init.add_argument("--output", type=Path, metavar="FILE", help="where to write the policy (default: "
+                      ".github/pr-triage.yml of --repo's work tree, or of --tree)")
+    init.add_argument("--force", action="store_true", help="overwrite an existing --output")
+    init.add_argument("--rounds", type=int, default=4, metavar="N",
+                      help="doctor rounds at most, 1-10 (default 4)")
+    init.add_argument("--format", choices=("text", "json"), default="text")
+    _common_options(init)
+    init.set_defaults(command=init_command)
 
 
 def _add_followups(commands: argparse._SubParsersAction[Parser]) -> None:
@@ -415,6 +443,53 @@ def doctor_command(args: argparse.Namespace) -> int:
     if health.suites == 0:
         sys.stderr.write(default_policy_hint(policy, args).lstrip("\n") + "\n")
     return EXIT_OK if health.could_analyse else EXIT_CANNOT_RUN
+
+
+def init_command(args: argparse.Namespace) -> int:
+    if args.policy is not None:
+        raise UsageError("init: writes a policy; --policy does not go with it (see --output)")
+    if not 1 <= args.rounds <= 10:
+        raise UsageError(f"init: --rounds must be 1-10, not {args.rounds}")
+    output = _init_output(args)
+    cache_dir = CommandLineSettings().cache_directory(args.cache_dir)
+    if args.repo is not None and args.rev is None:
+        args.rev = "HEAD"
+    revision = single_revision(args, cache_dir, "init")
+    try:
+        starter, health = run_init(revision.tree, cache_dir=cache_dir, rounds=args.rounds,
+                                   allow_unsandboxed=args.allow_unsandboxed,
+                                   progress=progress_printer(args.progress), repository=repository_of(args))
+    except NoValidator as exc:
+        return fail(args, f"init: {exc}", EXIT_CANNOT_RUN)
+    label = f"{revision.label} ({revision.sha})" if revision.sha else revision.label
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(render_starter(starter, header=[f"Detected at {label}."]))
+    if args.format == "json":
+        print(json.dumps({"policy_file": str(output), "policy": starter.policy, "rounds": starter.rounds,
+                          "health": health.to_json()}, indent=2))
+    else:
+        for number, changes in enumerate(starter.rounds, 1):
+            print(f"round {number}: " + ("; ".join(changes) if changes else "nothing more to add"))
+        if not starter.rounds or starter.rounds[-1]:
+            print(f"stopped after {args.rounds} rounds: `prtriage doctor` on the file tells what is left")
+        sys.stdout.write(doctor_text(health, label))
+        print(f"wrote {output}")
+    return EXIT_OK if health.could_analyse else EXIT_CANNOT_RUN
+
+
+def _init_output(args: argparse.Namespace) -> Path:
+    """--output, else .github/pr-triage.yml of the work tree of --repo or of --tree; never overwritten
+    without --force."""
+    if args.output is not None:
+        output = Path(args.output)
+    elif args.repo is not None and not (Path(args.repo) / ".git").exists():
+        raise UsageError(f"init: {args.repo} has no work tree to write .github/pr-triage.yml in: "
+                         "give --output")
+    else:
+        output = Path(args.repo if args.repo is not None else args.tree or ".") / ".github" / "pr-triage.yml"
+    if output.exists() and not args.force:
+        raise UsageError(f"init: {output} exists; give --force to overwrite it, or --output FILE")
+    return output
 
 
 def matrix_command(args: argparse.Namespace) -> int:

@@ -34,6 +34,7 @@ from typing import Literal
 
 from app.analysis.followups import PRIORITY, ReferenceKind, classify
 from app.analysis.references import Mention, Text, find_mentions
+from app.analysis.series import title_position
 
 ROOT = Path(__file__).resolve().parents[1]
 LABELS = ROOT / "benchmarks" / "followups" / "labels.jsonl"
@@ -169,15 +170,16 @@ def evaluate(label: Label, mirror: Path) -> Outcome:
     if label.path is None:
         text, own, line = commit_text(repo, label)
         texts = [Text("commit", text)]
+        series = title_position(text.split("\n", 1)[0])  # a squash-merged commit's title is its PR's
     else:
         text, line = file_text(repo, label)
-        own, texts = 0, [Text("body", text)]
+        own, texts, series = 0, [Text("body", text)], None
     mentions = find_mentions(texts, owner=owner, repo=name, number=own)
     candidates = [m for m in mentions if _matches(m, label)]
     if not candidates:
         return Outcome(label, NOT_FOUND, " ".join(line.split()))
     best = max(_overlap(m.sentence, line) for m in candidates)
-    kinds = [(classify(m, _same_sentence(m, mentions)), m) for m in candidates
+    kinds = [(classify(m, _same_sentence(m, mentions), series=series), m) for m in candidates
              if _overlap(m.sentence, line) == best]
     kind, mention = min(kinds, key=lambda pair: PRIORITY[pair[0]])  # as the service keeps one per target
     return Outcome(label, kind, mention.sentence)

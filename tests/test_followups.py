@@ -55,6 +55,8 @@ PHRASINGS: list[tuple[str, dict[str, str]]] = [
     ("Waiting on #15.", {"#15": "prerequisite"}),
     ("#15 is required for this to work.", {"#15": "prerequisite"}),
     ("The export smoke test stays red until #812 lands.", {"#812": "prerequisite"}),
+    ("Depends on gadgets PR #812.", {"#812": "prerequisite"}),
+    ("PREREQ: make sure #812 is in your build of the runtime.", {"#812": "prerequisite"}),
     ("Until other-org/tool#88 merges, pin the fork.", {"other-org/tool#88": "prerequisite"}),
     ("Drop the shim once octo/gadgets#40 is released.", {"octo/gadgets#40": "prerequisite"}),
     ("Requires upstream fix: https://github.com/acme/lib/pull/77", {"acme/lib#77": "prerequisite"}),
@@ -162,6 +164,10 @@ PHRASINGS: list[tuple[str, dict[str, str]]] = [
     ("Pull Request resolved: https://github.com/octo/widgets/pull/455", {"#455": "mention"}),
     ("Fixes issue #455", {"#455": "mention"}),  # GitHub closes on the keyword and the reference only
     ("Thanks! You can now close #455.", {"#455": "closes"}),  # ... however it reads
+    ("TODO tracking here: #455", {"#455": "followup"}),
+    ("Sharded export is under development in open PR #455 and not released yet.", {"#455": "followup"}),
+    ("Nightly results go as comments to the tracking issue (#455).", {"#455": "mention"}),
+    ("Tracking issue: #455", {"#455": "followup"}),
 ]
 
 
@@ -179,6 +185,39 @@ def test_a_stack_list_entries_below_this_pr_are_prerequisites() -> None:
     assert kinds(stack_pr) == {"#103": "mention", "#101": "prerequisite"}
     unmarked = "Related:\n* #103\n* #101"
     assert kinds(unmarked) == {"#103": "mention", "#101": "mention"}
+
+
+# A series of parts: (this PR's title, its body, the kinds). An earlier part is built on, a later one is
+# promised; the same part, another series' part or a part with no position of this PR's own decide nothing.
+SERIES: list[tuple[str, str, dict[str, str]]] = [
+    ("Split the loader (2/3)", "Series:\n- (1/3) #10\n- (2/3) #99\n- (3/3) #12",
+     {"#10": "prerequisite", "#12": "followup"}),
+    ("[2/3] Split the loader", "Part 1: #10. Part 3 will follow in #12.",
+     {"#10": "prerequisite", "#12": "followup"}),
+    ("loader: split the registry, part 2", "Part 1 landed in #10; part 3 is #12.",
+     {"#10": "prerequisite", "#12": "followup"}),
+    ("Split the loader (2/3)", "- #10 Add the registry (1/3)\n- #12 Move the callers (3/3)",
+     {"#10": "prerequisite", "#12": "followup"}),
+    ("2/3: split the loader", "Previous: octo/gadgets#10 (part 1 of 3)", {"octo/gadgets#10": "prerequisite"}),
+    ("Update CI (part 2/N)", "Part 1/N: #10", {"#10": "prerequisite"}),
+    ("Split the loader (3/3)", "1. #10 (1/3)\n2. #11 (2/3)", {"#10": "prerequisite", "#11": "prerequisite"}),
+    ("Split the loader (1/3)", "Next: #11 (2/3), then #12 (3/3).", {"#11": "followup", "#12": "followup"}),
+    ("Split the loader (2/3)", "An earlier attempt at this part: #10 (2/3).", {"#10": "mention"}),
+    ("Split the loader (2/4)", "#10 (1/3) is another series.", {"#10": "mention"}),
+    ("Split the loader (2/3)", "See #10 for details; 1/3 of the runs fail.", {"#10": "mention"}),
+    ("Split the loader (2/3)", "Fixes #7.", {"#7": "closes"}),
+    ('Revert "Split the loader (2/3) (#10)"', "Part 1: #9", {"#10": "revert", "#9": "mention"}),
+    ("Split the loader", "(1/3) #10, (3/3) #12", {"#10": "mention", "#12": "mention"}),
+    ("Bump the ratio to 2/3", "Part 1: #10", {"#10": "mention"}),
+]
+
+
+@pytest.mark.parametrize(("title", "body", "expected"), SERIES,
+                         ids=[f"{title[:30]}|{body[:30]}" for title, body, _ in SERIES])
+def test_a_series_part_says_where_it_stands(title: str, body: str, expected: dict[str, str]) -> None:
+    texts = [Text("title", title), Text("body", body)]
+    found = find_references(texts, owner=OWNER, repo=REPO, number=NUMBER)
+    assert {reference.label: reference.kind for reference in found} == expected
 
 
 def test_a_github_alert_is_the_authors_own_words() -> None:

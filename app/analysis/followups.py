@@ -20,6 +20,8 @@ Decisions the table in tests/test_followups.py pins down:
 - A stack list (ghstack, Sapling, stack-pr: one PR per item, this one marked `__->__`): the entries below
   the marker are prerequisites, those above mentions.
 - A link to a comment (`#issuecomment-...`) cites what was said: never a prerequisite or a follow-up.
+- A series (`(k/N)`, `part k` in the title): a reference marked as an earlier part is a prerequisite, a
+  later part a follow-up, the same part a mention (series.py); a revert's title has no position.
 
 Measured on labelled real histories: `scripts/eval_followups.py`, `benchmarks/followups/GUIDE.md`.
 """
@@ -34,6 +36,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from app.analysis.references import Mention, Source, Text, find_mentions, target_of
+from app.analysis.series import Position, place_of, title_position
 
 ReferenceKind = Literal["prerequisite", "followup", "revert", "closes", "mention"]  # = the store's vocabulary
 PRIORITY: dict[ReferenceKind, int] = {"revert": 0, "prerequisite": 1, "followup": 2, "closes": 3,
@@ -96,7 +99,8 @@ _MENTION = (  # looked at before prerequisites and follow-ups: these name what c
 # "#5 or >= 2.18", "#5 (abc123) or lib >= 2.18": what is installed, not what merges first
 _VERSION_ALTERNATIVE = r"(?!\s*\)?\s*(?:\([^)]{0,80}\)\s*)?or\s+(?:[\w.-]+\s+)?(?:>|newer|later|above|v?\d))"
 _PREREQUISITE = (
-    rf"\bdepend(?:s|ing|ent)?\s+(?:up)?on{_S}(?:(?-i:[A-Z][\w.-]*)\s+)?{_T}",  # "depends on TorchAO (#5)"
+    # "depends on TorchAO (#5)", "depends on pytorch PR #5"
+    rf"\bdepend(?:s|ing|ent)?\s+(?:up)?on{_S}(?:(?-i:[A-Z][\w.-]*)\s+|[\w.-]+\s+(?=(?:pr|pull\s+request)\b))?{_T}",
     rf"\bdependenc(?:y|ies)\s*(?::|-|\bis\b|\bare\b)\s*{_T}",
     rf"\bblocked\s+(?:by|on){_S}{_T}",
     rf"\brequires?{_S}{_T}{_VERSION_ALTERNATIVE}",
@@ -113,7 +117,7 @@ _PREREQUISITE = (
     rf"\b(?:do\s+not|don't|cannot|can't)\s+(?:be\s+)?(?:merged?|land(?:ed)?)[*_]{{0,2}}\s+(?:before|until|without)"
     rf"{_S}{_T}",
     rf"\bwait(?:s|ing)?\s+(?:for|on){_S}{_T}",
-    rf"\bprereq(?:uisite)?s?\b\s*(?::|-|\bis\b|\bare\b)?\s*{_T}",
+    rf"\bprereq(?:uisite)?s?\b\s*(?::|-|\bis\b|\bare\b)?\s*(?:(?:ensure|make\s+sure|check)\s+(?:that\s+)?)?{_T}",
     rf"{REF}\s*\)?\s+(?:is|are|must\s+be)\s+(?:required|needed|a\s+prerequisite)",
     rf"{REF}\s*\)?\s+(?:must|has\s+to|needs\s+to)\s+(?:land|merge|be\s+[*_]{{0,2}}merged|go\s+in)\b[^.;]{{0,60}}?"
     rf"\b(?:first|before)",
@@ -143,7 +147,11 @@ _FOLLOWUP = (
     rf"\b(?:rest|remainder|remaining\s+(?:work|changes|parts?)|second\s+half)\s+(?:(?:is|are|will\s+be|comes?"
     rf"|lands?|goes)\s+)?(?:in|at|:|-)\s*{_T}",
     rf"\btrack(?:ed|ing)\s+(?:in|by|at|with|via|under){_S}{_T}",
-    rf"\btracking\s+(?:issue|pr|ticket)\s*(?::|-|\bis\b)?\s*{_T}",
+    # "Tracking issue: #5", not "reports go to the tracking issue (#5)", a place, not work left to it
+    rf"(?<!\bon\sthe\s)(?<!\bto\sthe\s)(?<!\bin\sthe\s)\btracking\s+(?:issue|pr|ticket)\s*(?::|-|\bis\b)?\s*{_T}",
+    rf"\b(?:todo|fixme)\b[^{REF[0]}.;]{{0,40}}?\btrack(?:ing|ed)\s+(?:here|in|at|by)?\s*:?\s*{_T}",
+    rf"\b(?:under\s+(?:active\s+)?development|in\s+progress|being\s+developed)\s+(?:in|at|via){_S}"
+    rf"(?:(?:an?\s+|the\s+)?(?:open|draft|pending)\s+)?{_T}",  # "under development in open PR #5"
     rf"\b(?:deferred|postponed|punted|left|moved|split\s+out|pushed)\s+(?:to|for|into|until){_S}{_T}",
     rf"\b(?:comes?|coming|lands?|landing)\s+(?:later\s+|separately\s+|next\s+)?in{_S}{_T}",
     rf"{REF}\s+(?:will|shall|is\s+going\s+to|should)\b(?!\s+(?:not|never|have)\b)",
@@ -168,6 +176,7 @@ RULES: tuple[tuple[ReferenceKind, tuple[re.Pattern[str], ...], bool], ...] = (
     ("followup", _compiled(_FOLLOWUP), True),
     ("closes", _compiled(_CLOSES), False),  # GitHub closes "does not fix #N" all the same
 )
+_SERIES_KIND: dict[str, ReferenceKind] = {"earlier": "prerequisite", "same": "mention", "later": "followup"}
 _CLAUSE_END = re.compile(r"[,;:.!?()\u2013\u2014]|\b(?:but|however|although|though|while|whereas)\b", re.I)
 _NEGATION = re.compile(r"\b(?:not|no|never|without|nor|neither|none|nothing|independent(?:ly)?|unrelated"
                        r"|cannot)\b|n't\b", re.I)
@@ -214,7 +223,9 @@ class TextReference:
 def find_references(texts: Iterable[Text], *, owner: str, repo: str, number: int,
                     web_hosts: Iterable[str] = ()) -> list[TextReference]:
     """The references of a PR's texts, classified, one per target, in order of first appearance."""
+    texts = list(texts)
     mentions = find_mentions(texts, owner=owner, repo=repo, number=number, web_hosts=web_hosts)
+    series = next((title_position(text.text) for text in texts if text.source == "title"), None)
     sentences: dict[tuple[Source, str], list[Mention]] = {}
     for mention in mentions:
         sentences.setdefault((mention.source, mention.sentence), []).append(mention)
@@ -222,7 +233,7 @@ def find_references(texts: Iterable[Text], *, owner: str, repo: str, number: int
         listed.sort(key=lambda m: m.start)  # a sentence written twice lists its references twice
     best: dict[str, TextReference] = {}  # by target, lower-cased: GitHub names ignore case
     for mention in mentions:
-        kind = classify(mention, sentences[(mention.source, mention.sentence)])
+        kind = classify(mention, sentences[(mention.source, mention.sentence)], series=series)
         found = _reference(mention, kind, owner, repo)
         known = best.setdefault(found.target.lower(), found)
         if PRIORITY[found.kind] < PRIORITY[known.kind]:
@@ -230,19 +241,24 @@ def find_references(texts: Iterable[Text], *, owner: str, repo: str, number: int
     return list(best.values())
 
 
-def classify(mention: Mention, same_sentence: Sequence[Mention] = ()) -> ReferenceKind:
+def classify(mention: Mention, same_sentence: Sequence[Mention] = (), *,
+             series: Position | None = None) -> ReferenceKind:
     """The role of MENTION in its sentence; SAME_SENTENCE are all references written in that sentence, in
-    order of `start`."""
+    order of `start`; SERIES is this PR's place in a series of parts, from its title."""
     if mention.stack:  # an entry of a stack list: its place says it, whatever the lead-in's words
         return "prerequisite" if mention.stack == "below" else "mention"
-    kind = _by_rules(_marked(mention, same_sentence))
+    kind = _by_rules(_marked(mention, same_sentence), series)
     if kind in ("prerequisite", "followup") and mention.url and _COMMENT_LINK.search(mention.url):
         return "mention"  # a link to a comment cites what was said there
     return kind
 
 
-def _by_rules(marked: str) -> ReferenceKind:
-    for kind, patterns, negatable in RULES:
+def _by_rules(marked: str, series: Position | None) -> ReferenceKind:
+    for index, (kind, patterns, negatable) in enumerate(RULES):
+        if index == 1:  # after the revert's grammar, a part of this PR's series says where it stands
+            place = place_of(marked, REF, OTHER, series)
+            if place is not None:
+                return _SERIES_KIND[place]
         for pattern in patterns:
             if any(not (negatable and _negated(marked, hit.start())) for hit in pattern.finditer(marked)):
                 return kind

@@ -11,8 +11,9 @@ from pathlib import Path
 from app.analysis.diff import TreeDiff, diff_trees
 from app.analysis.health import Health, assess
 from app.analysis.model import Matrix, Suite, SuiteResult
-from app.analysis.policy import Policy, RecordLaunches
+from app.analysis.policy import Policy, RecordLaunches, parse_policy
 from app.analysis.report import CheckReport, Timing
+from app.analysis.starter import Starter, detect, refine, render
 from app.analysis.verdict import verdict
 from app.engine.matrix_capture import capture_matrix
 from app.engine.suite_validation import trace_lines, validate_revision
@@ -79,6 +80,12 @@ def run_check(base_tree: Path, head_tree: Path, policy: Policy, *, base_sha: str
 def run_doctor(tree: Path, policy: Policy, *, cache_dir: Path, allow_unsandboxed: bool,
                progress: Progress | None = None, repository: str | None = None) -> Health:
     """The health of one revision alone: its CI matrix captured, then validated at that revision."""
+    return _doctor(tree, policy, cache_dir=cache_dir, allow_unsandboxed=allow_unsandboxed, progress=progress,
+                   repository=repository)[1]
+
+
+def _doctor(tree: Path, policy: Policy, *, cache_dir: Path, allow_unsandboxed: bool,
+            progress: Progress | None, repository: str | None) -> tuple[Matrix, Health]:
     require_sandbox(allow_unsandboxed)
     try:
         matrix, _ = capture_matrix(tree, policy, cache_dir=cache_dir, allow_unsandboxed=allow_unsandboxed,
@@ -90,8 +97,26 @@ def run_doctor(tree: Path, policy: Policy, *, cache_dir: Path, allow_unsandboxed
                                            on_progress=_step(progress, "validate"))
     except SandboxUnavailable as exc:
         raise AnalysisError(f"{exc}; {SANDBOX_HINT}") from None
-    return assess(matrix, results, {}, {}, max_base_failures=policy.health.max_base_failures,
-                  fail_open=policy.health.fail_open)
+    return matrix, assess(matrix, results, {}, {}, max_base_failures=policy.health.max_base_failures,
+                          fail_open=policy.health.fail_open)
+
+
+def run_init(tree: Path, *, cache_dir: Path, allow_unsandboxed: bool, rounds: int,
+             progress: Progress | None = None, repository: str | None = None) -> tuple[Starter, Health]:
+    """A starter policy detected from TREE, refined by up to ROUNDS doctor rounds (each adds what the
+    last one's errors ask for), with the health of the policy it ends with."""
+    starter = detect(tree)
+    for done in range(1, rounds + 1):
+        policy = parse_policy(render(starter), "the starter policy")
+        matrix, health = _doctor(tree, policy, cache_dir=cache_dir, allow_unsandboxed=allow_unsandboxed,
+                                 progress=progress, repository=repository)
+        refined = refine(starter, matrix.suites, health, tree)
+        if not refined.rounds[-1]:
+            return refined, health  # the same policy, its last round empty: nothing more to add
+        if done == rounds:
+            return starter, health  # the policy returned is always the one measured
+        starter = refined
+    raise ValueError(f"rounds must be at least 1, not {rounds}")
 
 
 def require_sandbox(allow_unsandboxed: bool) -> None:

@@ -100,11 +100,34 @@ def test_revert_fixes_the_five_and_breaks_nothing(revert: tuple[int, dict[str, A
     assert report["health"]["could_analyse"] is True
 
 
-def test_newest_snapshot_is_healthy(real_miles: Path, real_cache: Path) -> None:
+@pytest.fixture(scope="module")
+def newest(real_miles: Path, real_cache: Path) -> dict[str, Any]:
+    """`doctor` of the built-in policy at the newest snapshot."""
     run = prtriage("doctor", "--repo", str(real_miles), "--rev", "head-2026-08-21", "--policy",
                    str(MILES_POLICY), "--format", "json", cache_dir=real_cache)
     assert run.returncode == 0, run.describe()
-    assert_healthy(run.json()["health"])
+    health: dict[str, Any] = run.json()["health"]
+    return health
+
+
+def test_newest_snapshot_is_healthy(newest: dict[str, Any]) -> None:
+    assert_healthy(newest)
+
+
+def test_init_proposes_a_policy_that_sees_what_the_built_in_sees(
+        real_miles: Path, real_cache: Path, tmp_path: Path, newest: dict[str, Any]) -> None:
+    # The issue's bar: at least 80% of the built-in policy's suites, with the same base acceptance.
+    output = tmp_path / "pr-triage.yml"
+    run = prtriage("init", "--repo", str(real_miles), "--rev", "head-2026-08-21", "--output", str(output),
+                   "--format", "json", cache_dir=real_cache)
+    assert run.returncode == 0, run.describe()
+    report = run.json()
+    seen = report["health"]
+    assert seen["suites"] >= 0.8 * newest["suites"], (seen["scripts"], newest["suites"])
+    assert report["health"]["base"]["accepted_share"] >= newest["base"]["accepted_share"], report["health"]
+    assert report["policy"]["validation"]["entry"] == "miles.utils.arguments:parse_args"
+    assert report["rounds"][-1] == [], report["rounds"]
+    assert yaml.safe_load(output.read_text()) == report["policy"]
 
 
 def test_blind_analysis_of_2077_could_not_analyse(real_miles: Path, real_cache: Path, tmp_path: Path) -> None:

@@ -1,0 +1,641 @@
+"""`prtriage init`: a starter policy detected from a repository's own tree, then refined by its health.
+
+Detection reads the tree, never runs it (the sandbox does that, in the doctor rounds of `refine`):
+- the validator: the module-level `parse_args` with the most `add_argument` calls, or a config class's
+  `parse_args` built on tyro; the `*validate_args` functions that module defines or imports from the tree;
+- the CI sources: matrix rows of GitHub workflows naming Python scripts (`workflow_rows`), scripts that
+  register with CI through a `register_*` function of the tests (`record_launches`), test modules building
+  `...Definitions(...)` lists run by a runner script (`python_definitions`);
+- what the harness needs: real packages the validation imports and this machine has, Megatron-LM's
+  parser and defaults when the validation builds on Megatron without having it, an HF config stand-in when
+  the validation reads one.
+Each choice carries its reason, written as a comment above the key. `refine` then reads a doctor round
+(the captured suites and the base's errors) and adds what the errors ask for: option defaults, CI-host
+paths, the HF config's fixture. Heuristics all: the health report is the judge, and the user's to read.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import functools
+import importlib.util
+import re
+import sys
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import yaml
+
+from app.analysis.doctor import ATTRIBUTE
+from app.analysis.health import Health
+from app.analysis.model import Outcome, Suite
+
+MAX_FILE_BYTES = 2_000_000  # a generated or vendored file is not where a validator lives
+SKIP_DIRS = frozenset({".git", ".github", "docs", "doc", "third_party", "3rdparty", "node_modules", "build",
+                       "dist", ".venv", "venv", "__pycache__", "examples"})
+MIN_OPTIONS = 10  # add_argument calls that make a module-level parse_args the command line's
+MEGATRON_ARGUMENTS = "megatron.training.arguments"
+# Megatron-owned options a Megatron-based validator reads but whose parser it does not have in its tree:
+# Megatron's own defaults (megatron/training/arguments.py), so validation reads what a run would.
+MEGATRON_DEFAULTS: dict[str, Any] = {
+    "tensor_model_parallel_size": 1, "pipeline_model_parallel_size": 1, "context_parallel_size": 1,
+    "expert_model_parallel_size": 1, "fp16": False, "bf16": False, "rotary_base": 10000,
+    "untie_embeddings_and_output_weights": False, "seq_length": None, "max_position_embeddings": None,
+    "tokenizer_model": None, "tokenizer_type": None, "vocab_size": None, "padded_vocab_size": None,
+    "decoder_first_pipeline_num_layers": None, "decoder_last_pipeline_num_layers": None,
+    "hidden_dropout": 0.1, "attention_dropout": 0.1, "moe_router_load_balancing_type": "aux_loss",
+    "moe_input_jitter_eps": None, "moe_router_force_load_balancing": False, "moe_router_force_biased": None,
+    "overlap_param_gather": False, "use_precision_aware_optimizer": False,
+}
+# HF config keys from Megatron's option names: the config a suite's checkpoint would carry.
+MEGATRON_HF_NAMES = {
+    "hidden_size": "hidden_size", "num_attention_heads": "num_attention_heads",
+    "num_hidden_layers": "num_layers", "intermediate_size": "ffn_hidden_size",
+    "moe_intermediate_size": "moe_ffn_hidden_size",
+    "tie_word_embeddings": "not untie_embeddings_and_output_weights", "rms_norm_eps": "layernorm_epsilon",
+    "rope_theta": "rotary_base",
+}
+HF_CONFIG = {"model_type": "qwen2", "num_hidden_layers": 28, "num_attention_heads": 16,
+             "num_key_value_heads": 8, "hidden_size": 2048, "intermediate_size": 11008, "vocab_size": 151936,
+             "max_position_embeddings": 32768, "rope_theta": 1000000.0, "tie_word_embeddings": True}
+LAUNCHERS = ["python", "python3", "torchrun", "ray"]
+HOST_DIRS = frozenset({"tmp", "proc", "sys", "dev", "usr", "bin", "etc", "lib", "opt", "var", "run"})
+_SIZE = re.compile(r"(?:_size|_num|_count|_degree)$|^num_")
+_SWITCH = re.compile(r"^(?:use|enable|disable|no|skip|overlap|untie|fp\d+|bf16|is|has)(?:_|$)")
+_ABSOLUTE = re.compile(r"(?<![\w.~:/-])(/[\w.+-]+(?:/[\w.+*-]+)*)")
+_MODEL_FLAG = re.compile(r"^--(?:hf|model|ref|critic|tokenizer)[-_]?(?:checkpoint|path|load|model)?", re.I)
+_SHELL_DEFAULT = re.compile(r"^\s*(\w+)=\$\{\1:-[\"']?([\w.-]+)[\"']?\}", re.M)
+_SHELL_FLAG = re.compile(r"(--[\w.-]+)\s+\"?\$\{?(\w+)\}?\"?")
+_ENV_FROM_ATTRIBUTE = re.compile(r"\b(\w+)=\{\w+\.(__module__|__name__)\}")
+
+
+@dataclass
+class Starter:
+    """A starter policy and, for each key path ("validation.entry", "matrix.sources[0]" ...), why."""
+
+    policy: dict[str, Any]
+    why: dict[str, str] = field(default_factory=dict)
+    rounds: list[list[str]] = field(default_factory=list)  # what each refinement round changed
+
+    def copy(self) -> Starter:
+        return Starter(copy.deepcopy(self.policy), dict(self.why), [list(r) for r in self.rounds])
+
+
+@dataclass(frozen=True)
+class Module:
+    """One Python file of the tree; parsed when first asked (a tree holds thousands)."""
+
+    name: str  # dotted
+    path: str  # repo-relative
+    source: str
+
+    @functools.cached_property
+    def tree(self) -> ast.Module:
+        try:
+            return ast.parse(self.source)
+        except (SyntaxError, ValueError):
+            return ast.Module(body=[], type_ignores=[])
+
+    def functions(self) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
+        return {node.name: node for node in self.tree.body
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)}
+
+    def imported(self) -> Iterator[tuple[str, str]]:
+        """(module, name) of every `from module import name` anywhere in the file."""
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                yield from ((node.module, alias.name) for alias in node.names)
+
+
+class NoValidator(Exception):
+    """The tree has no command-line validator this detection knows."""
+
+
+def detect(root: Path) -> Starter:
+    """The starter policy of the tree at ROOT."""
+    modules = _modules(root, lambda text: True)
+    starter = Starter({"version": 1})
+    validation, used = _validation(root, modules, starter.why)
+    starter.policy["validation"] = validation
+    sources = list(_sources(root, _entry_pattern(validation["entry"], validation["paths"])))
+    if not sources:
+        raise NoValidator(f"found the validator {validation['entry']}, but no CI source this detection "
+                          "knows: GitHub workflow matrix rows naming scripts, scripts registering with CI, "
+                          "or test-definition lists (docs/policy.md, `matrix.sources`)")
+    starter.policy["matrix"] = {"sources": [source for source, _ in sources]}
+    for index, (_, reason) in enumerate(sources):
+        starter.why[f"matrix.sources[{index}]"] = reason
+    deeper = [m for u in used for m in _imported_modules(u, modules)]
+    starter.policy["harness"] = _harness([*used, *deeper], modules)
+    starter.why["harness.real_packages"] = ("packages the validation imports that this machine has; every "
+                                            "other missing module is stubbed")
+    return starter
+
+
+def _validation(root: Path, modules: dict[str, Module],
+                why: dict[str, str]) -> tuple[dict[str, Any], list[Module]]:
+    """The `validation` section, and the modules the validation runs (for what they import)."""
+    entry, entry_module, why["validation.entry"] = _entry(modules)
+    functions = _functions(entry_module, modules)
+    near = _imported_modules(entry_module, modules)
+    used = list({m.name: m for m in [entry_module, *(modules[f.split(":")[0]] for f in functions),
+                                     *near]}.values())
+    argument_modules = [m for m in used if m is entry_module or "arg" in m.name.rsplit(".", 1)[-1]]
+    validation: dict[str, Any] = {"paths": _validation_paths(root, entry_module, argument_modules),
+                                  "entry": entry}
+    why["validation.paths"] = ("the validator's modules and the scripts that call it: a PR touching none of "
+                               "them needs no analysis")
+    if functions:
+        validation["functions"] = functions
+        why["validation.functions"] = "validators the entry module defines or imports (`*validate_args`)"
+    validation["unknown_flags"] = "error"
+    megatron = any(MEGATRON_ARGUMENTS in m.source for m in used) and MEGATRON_ARGUMENTS not in modules
+    replace = _megatron_keys(validation, why) if megatron else []
+    if any("AutoConfig.from_pretrained" in m.source for m in used):
+        replace.append(_hf_config_replace(megatron))
+        why["validation.replace"] = "; ".join(filter(None, [why.get("validation.replace"), (
+            "validation reads the HF config of the suite's checkpoint: a fixture stands in for it"
+            + (", following the suite's own model options" if megatron else ""))]))
+    if replace:
+        validation["replace"] = replace
+    return validation, used
+
+
+def _megatron_keys(validation: dict[str, Any], why: dict[str, str]) -> list[dict[str, Any]]:
+    validation["attribute_defaults"] = dict(MEGATRON_DEFAULTS)
+    why["validation.attribute_defaults"] = "Megatron-owned options the validator reads: Megatron's defaults"
+    why["validation.replace"] = ("the validator builds on Megatron-LM's parser, which is not in this tree: "
+                                 "its parser runs with this repository's options added")
+    return [{"target": f"{MEGATRON_ARGUMENTS}:parse_args", "with": "argparse_with_provider",
+             "provider_kwarg": "extra_args_provider"}]
+
+
+def _hf_config_replace(megatron: bool) -> dict[str, Any]:
+    replace: dict[str, Any] = {"target": "transformers:AutoConfig.from_pretrained",
+                               "with": "fixture_namespace",
+                               "fixture": "hf_config", "fixture_file": "config.json"}
+    if megatron:
+        replace["from_args"] = dict(MEGATRON_HF_NAMES)
+    return replace
+
+
+def _modules(root: Path, wanted: Any) -> dict[str, Module]:
+    found: dict[str, Module] = {}
+    for path in sorted(root.rglob("*.py")):
+        relative = path.relative_to(root)
+        if any(part in SKIP_DIRS or part.startswith(".") for part in relative.parts[:-1]):
+            continue
+        try:
+            if path.stat().st_size > MAX_FILE_BYTES or path.is_symlink():
+                continue
+            text = path.read_text(errors="replace")
+        except OSError:
+            continue
+        if not wanted(text):
+            continue
+        parts = relative.with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        found[name] = Module(name, relative.as_posix(), text)
+    return found
+
+
+def _imported_modules(module: Module, modules: dict[str, Module]) -> list[Module]:
+    """The tree's modules MODULE imports (at the top or inside functions), of those detection parsed."""
+    names = {name for node in ast.walk(module.tree) for name in _import_names(node)}
+    names |= {f"{imported}.{name}" for imported, name in module.imported()}
+    return [modules[name] for name in sorted(names) if name in modules and name != module.name]
+
+
+def _is_test(module: Module) -> bool:
+    return module.path.startswith(("tests/", "test/")) or "/tests/" in module.path
+
+
+def _entry(modules: dict[str, Module]) -> tuple[str, Module, str]:
+    """The validator's entry: `module:parse_args` with the most options, or `module:Class.parse_args` of a
+    config class parsed by tyro."""
+    best: tuple[int, str, Module, str] | None = None
+    for module in modules.values():
+        if _is_test(module):
+            continue
+        options = module.source.count("add_argument(")
+        if "parse_args" in module.functions() and options >= MIN_OPTIONS:
+            candidate = (options, f"{module.name}:parse_args", module,
+                         f"{module.path} defines parse_args over {options} add_argument calls")
+            best = candidate if best is None or candidate[0] > best[0] else best
+        if "tyro" in module.source:
+            for node in module.tree.body:
+                methods = [n.name for n in getattr(node, "body", []) if isinstance(n, ast.FunctionDef)]
+                if isinstance(node, ast.ClassDef) and "parse_args" in methods:
+                    candidate = (10_000, f"{module.name}:{node.name}.parse_args", module,
+                                 f"{module.path}: {node.name}.parse_args parses the command line with tyro")
+                    best = candidate if best is None or candidate[0] > best[0] else best
+    if best is None:
+        raise NoValidator("no command-line validator found: no module-level parse_args with at least "
+                          f"{MIN_OPTIONS} add_argument calls, no tyro config class with parse_args")
+    return best[1], best[2], best[3]
+
+
+def _functions(entry: Module, modules: dict[str, Module]) -> list[str]:
+    """The entry module's own `*validate_args`, and those it imports from the tree without calling them
+    (one it calls runs in its place in the entry's own flow: called again on its own, it would see a
+    namespace the flow has not finished)."""
+    own = [f"{entry.name}:{name}" for name in entry.functions() if name.endswith("validate_args")]
+    called = {node.func.id for node in ast.walk(entry.tree)
+              if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
+    imported = [f"{node.module}:{alias.name}" for node in ast.walk(entry.tree)
+                if isinstance(node, ast.ImportFrom) and node.module in modules and node.level == 0
+                for alias in node.names
+                if alias.name.endswith("validate_args") and (alias.asname or alias.name) not in called
+                and alias.name in modules[node.module].functions()]
+    return list(dict.fromkeys([*own, *imported]))
+
+
+def _validation_paths(root: Path, entry: Module, used: list[Module]) -> list[str]:
+    paths = [m.path for m in used]
+    if "tyro" in entry.source:  # a config package: its dataclasses are the validation
+        paths = [f"{PurePosixPath(entry.path).parent.as_posix()}/**", *paths[1:]]
+    callers = [path.name for path in sorted(root.glob("*.py")) if entry.name in _read(path)]
+    return list(dict.fromkeys([*paths, *callers]))
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace") if path.stat().st_size <= MAX_FILE_BYTES else ""
+    except OSError:
+        return ""
+
+
+def _entry_pattern(entry: str, paths: list[str]) -> str:
+    """The launched scripts whose arguments are validated: the top-level scripts that call the entry, else
+    the entry package's `train` module."""
+    scripts = [PurePosixPath(p).stem for p in paths if "/" not in p and p.endswith(".py")]
+    if scripts:
+        return rf"(^|/)({'|'.join(re.escape(s) for s in scripts)})\.py$"
+    package = re.escape(entry.split(".")[0])
+    return rf"(^|/){package}/train\.py$"
+
+
+def _sources(root: Path, entry_pattern: str) -> Iterator[tuple[dict[str, Any], str]]:
+    yield from _workflow_rows(root, entry_pattern)
+    yield from _registered_scripts(root, entry_pattern)
+    yield from _python_definitions(root)
+
+
+def _recording(root: Path, entry_pattern: str) -> dict[str, Any]:
+    tree_text = "runtime-env-json" if _mentions(root, "runtime-env-json") else ""
+    return {"entry": entry_pattern, "launchers": LAUNCHERS,
+            "env_from": ["runtime_env_json"] if tree_text else ["exported"]}
+
+
+def _mentions(root: Path, needle: str) -> bool:
+    return any(needle in _read(path) for path in _python_files(root))
+
+
+def _python_files(root: Path) -> Iterator[Path]:
+    for path in root.rglob("*.py"):
+        if not any(part in SKIP_DIRS for part in path.relative_to(root).parts[:-1]):
+            yield path
+
+
+def _workflow_rows(root: Path, entry_pattern: str) -> Iterator[tuple[dict[str, Any], str]]:
+    """Workflows whose job matrices list rows with a field naming a Python script."""
+    for workflow in sorted((root / ".github" / "workflows").glob("*.y*ml")):
+        try:
+            document = yaml.safe_load(_read(workflow)) or {}
+        except yaml.YAMLError:
+            continue
+        fields = Counter(_script_fields(document.get("jobs") if isinstance(document, dict) else None))
+        if not fields:
+            continue
+        (matrix_key, script_field, args_field), rows = fields.most_common(1)[0]
+        script_dir = _script_dir(root, document, matrix_key, script_field)
+        source = {"kind": "workflow_rows", "workflows": [f".github/workflows/{workflow.name}"],
+                  "script": f"{matrix_key}.{script_field}", "script_dir": script_dir,
+                  "command": ["python", "{script}"], **_recording(root, entry_pattern)}
+        if args_field:
+            source["args"] = f"{matrix_key}.{args_field}"
+        yield source, (f"{workflow.name}: {rows} matrix rows name a script in `{matrix_key}.{script_field}`; "
+                       "each row's script is run by the recording bash")
+
+
+def _matrices(jobs: Any) -> Iterator[dict[str, Any]]:
+    """The `strategy.matrix` maps of a workflow's jobs (one written as an expression is skipped)."""
+    for job in jobs.values() if isinstance(jobs, dict) else []:
+        strategy = job.get("strategy") if isinstance(job, dict) else None
+        matrix = strategy.get("matrix") if isinstance(strategy, dict) else None
+        if isinstance(matrix, dict):
+            yield matrix
+
+
+def _script_fields(jobs: Any) -> Iterator[tuple[str, str, str]]:
+    for matrix in _matrices(jobs):
+        for key, rows in matrix.items():
+            for row in rows if isinstance(rows, list) else []:
+                if not isinstance(row, dict):
+                    continue
+                script = next((k for k, v in row.items() if isinstance(v, str) and v.endswith(".py")), None)
+                args = next((k for k in row if k.endswith("args")), "")
+                if script:
+                    yield key, script, args
+
+
+def _script_dir(root: Path, document: dict[str, Any], matrix_key: str, script_field: str) -> str:
+    """Where the rows' scripts are: the directory of the tree that holds the first row's script."""
+    for matrix in _matrices(document.get("jobs")):
+        rows = matrix.get(matrix_key)
+        for row in rows if isinstance(rows, list) else []:
+            name = row.get(script_field) if isinstance(row, dict) else None
+            if not isinstance(name, str):
+                continue
+            if (root / name).is_file():
+                return ""
+            hits = sorted(p.relative_to(root) for p in root.glob(f"**/{PurePosixPath(name).name}"))
+            hits = [p for p in hits if not any(part.startswith(".") for part in p.parts)]
+            if hits:
+                return hits[0].parent.as_posix()
+    return ""
+
+
+def _registered_scripts(root: Path, entry_pattern: str) -> Iterator[tuple[dict[str, Any], str]]:
+    """Test scripts that register with CI by calling a `register_*` function of the tests (GPU first)."""
+    if not (root / "tests").is_dir():
+        return
+    tests = _modules(root / "tests", lambda text: "def register_" in text)
+    registrars = [(f"tests.{m.name}", name, node) for m in tests.values()
+                  for name, node in m.functions().items()
+                  if name.startswith("register_") and re.search(r"cuda|gpu", name)]
+    for module, name, node in registrars[:1]:
+        callers = sorted(p.relative_to(root) for p in (root / "tests").rglob("test_*.py")
+                         if f"{name}(" in _read(p))
+        if not callers:
+            continue
+        top = Counter(p.parts[1] if len(p.parts) > 2 else "" for p in callers).most_common(1)[0][0]
+        under = f"tests/{top}/" if top else "tests/"
+        parameters = [arg.arg for arg in [*node.args.args, *node.args.kwonlyargs]]
+        registration = {"function": f"{module}:{name}",
+                        "disabled_kwarg": next((p for p in parameters if "disab" in p or "skip" in p),
+                                               "disabled"),
+                        "suite_kwarg": "suite" if "suite" in parameters else None}
+        source = {"kind": "record_launches", "scripts": [f"{under}**/test_*.py"],
+                  "command": ["python3", "{script}"], **_recording(root, entry_pattern),
+                  "registration": registration}
+        count = sum(1 for p in callers if p.as_posix().startswith(under))
+        yield source, f"{count} scripts under {under} register with CI through {name}"
+
+
+def _python_definitions(root: Path) -> Iterator[tuple[dict[str, Any], str]]:
+    """Test modules that return lists of `...Definitions(...)`, run by a runner script CI calls."""
+    base = root / "tests"
+    if not base.is_dir():
+        return
+    modules = _modules(base, lambda text: "Definitions(" in text)
+    functions = [f"tests.{m.name}:{name}" for m in sorted(modules.values(), key=lambda m: m.path)
+                 for name, node in m.functions().items()
+                 if "Definitions(" in (ast.get_source_segment(m.source, node) or "")]
+    definition = _definition_class(base)
+    if not functions or definition is None:
+        return
+    fields = set(definition)
+    source: dict[str, Any] = {"kind": "python_definitions", "functions": functions,
+                              "name": "test_name" if "test_name" in fields else "name"}
+    if "disabled" in fields:
+        source["disabled"] = "disabled"
+    if "override_args" in fields:
+        source["runs"], source["shell_words"] = "override_args", True
+    source.update(_runner(root, fields))
+    yield source, f"{len(functions)} functions of tests/ build the integration tests' definitions"
+
+
+def _definition_class(base: Path) -> list[str] | None:
+    for module in _modules(base, lambda text: "class " in text and "Definitions" in text).values():
+        for node in module.tree.body:
+            if isinstance(node, ast.ClassDef) and node.name.endswith("Definitions"):
+                return [n.target.id for n in node.body
+                        if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)]
+    return None
+
+
+def _runner(root: Path, fields: set[str]) -> dict[str, Any]:
+    """The entry and the words a run gets from the runner script: `-m package.train`, and flags the shell
+    launcher fills from variables the test runner sets from a per-run config (`MODULE={fn.__module__}`)."""
+    shells = {p: _read(p) for p in sorted(root.glob("*.sh"))}
+    runner_text = "".join(_read(p) for p in (root / "tests").rglob("run_tests.py"))
+    found: dict[str, Any] = {}
+    for _path, text in shells.items():
+        module = re.search(r"-m\s+([\w.]+\.train)\b", text)
+        if not module:
+            continue
+        found["entry"] = module.group(1).replace(".", "/") + ".py"
+        variables = dict(_ENV_FROM_ATTRIBUTE.findall(runner_text))
+        per_run = next((f for f in ("configs", "config") if f in fields), None)
+        args: list[str] = []
+        defaults: dict[str, str] = {}
+        shell_defaults = dict(_SHELL_DEFAULT.findall(text))
+        for flag, variable in _SHELL_FLAG.findall(text[module.end():].split("\n", 1)[0]):
+            if variable in variables and per_run:
+                placeholder = f"{per_run}.{variables[variable]}"
+                args += [flag, f"{{{placeholder}}}"]
+                if variable in shell_defaults:
+                    defaults[placeholder] = shell_defaults[variable]
+        if args and per_run:
+            found.update(per_run=[per_run], args=args, defaults=defaults)
+        break
+    return found
+
+
+def _harness(used: list[Module], modules: dict[str, Module]) -> dict[str, Any]:
+    imported = {name.split(".")[0] for m in used for node in ast.walk(m.tree)
+                for name in _import_names(node)}
+    local = {name.split(".")[0] for name in modules}
+    real = sorted(name for name in imported - local - set(sys.stdlib_module_names)
+                  if name and _installed(name))
+    harness: dict[str, Any] = {"stub_missing_modules": True, "real_packages": real}
+    if "torch" in real:
+        harness["limits"] = {"memory_mb": 8192}  # importing torch maps more than 4 GiB of address space
+    return harness
+
+
+def _import_names(node: ast.AST) -> Iterable[str]:
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+        return [node.module]
+    return []
+
+
+def _installed(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def refine(starter: Starter, suites: Iterable[Suite], health: Health, root: Path | None = None) -> Starter:
+    """STARTER with what one doctor round asks for; the changes listed in its last `rounds` entry (empty:
+    nothing more to do). ROOT, the tree, lets it read the line a base error is at."""
+    refined = starter.copy()
+    suites = list(suites)
+    errors = [f"{g.example.exception or ''}: {g.example.message or ''}" for g in health.errors]
+    errors += [failure.reason for failure in (*health.failed, *health.partial)]
+    changes = _host_prefixes(refined, [*_suite_paths(suites), *_error_paths(errors)])
+    changes += _config_fixture(refined, suites, errors)
+    for text in errors:
+        changes += _attribute_default(refined.policy["validation"], text, refined.why)
+    if root is not None:
+        for group in health.errors:
+            changes += _unset_options(refined, root, group.example)
+        changes += _runner_variables(refined, root, health)
+    refined.rounds.append(changes)
+    return refined
+
+
+def _suite_paths(suites: list[Suite]) -> Iterator[str]:
+    for suite in suites:
+        for word in (*suite.argv, *suite.env.values()):
+            yield from _ABSOLUTE.findall(word)
+
+
+def _error_paths(errors: list[str]) -> Iterator[str]:
+    for text in errors:
+        if any(cue in text for cue in ("No such file", "not found", "Read-only file system", "exist")):
+            yield from _ABSOLUTE.findall(text)
+
+
+def _host_prefixes(starter: Starter, paths: Iterable[str]) -> list[str]:
+    """The top directories of CI hosts that suites name or scripts fail on: present, as on a CI host."""
+    harness = starter.policy.setdefault("harness", {})
+    known = harness.get("existing_path_prefixes", [])
+    tops = sorted({"/dev/shm/" if path.startswith("/dev/shm/") else f"/{path.split('/')[1]}/"
+                   for path in paths if len(path) > 1}
+                  - {f"/{name}/" for name in HOST_DIRS} - set(known))
+    if not tops:
+        return []
+    harness["existing_path_prefixes"] = [*known, *tops]
+    starter.why["harness.existing_path_prefixes"] = ("directories of CI hosts that the suites name or the "
+                                                     "scripts failed on: they exist there")
+    return [f"harness.existing_path_prefixes += {tops}"]
+
+
+def _config_fixture(starter: Starter, suites: list[Suite], errors: list[str]) -> list[str]:
+    """The HF config the validation reads (replace ... fixture hf_config): served for every model
+    directory the suites name, as one small model's."""
+    replaces = starter.policy["validation"].get("replace", [])
+    fixtures = starter.policy["harness"].setdefault("fixtures", [])
+    if not any(r.get("fixture") == "hf_config" for r in replaces) or any(f.get("name") == "hf_config"
+                                                                          for f in fixtures):
+        return []
+    patterns: Counter[str] = Counter()
+    for text in errors:
+        patterns.update(_model_pattern(p) for p in _ABSOLUTE.findall(text) if p.endswith("/config.json"))
+    for suite in suites:
+        for flag, value in zip(suite.argv, suite.argv[1:], strict=False):
+            if _MODEL_FLAG.search(flag) and value.startswith("/"):
+                patterns[_model_pattern(value.rstrip("/") + "/config.json")] += 1
+    if not patterns:
+        return []
+    pattern = patterns.most_common(1)[0][0]
+    fixtures.append({"path": pattern, "name": "hf_config", "content": dict(HF_CONFIG)})
+    starter.why["harness.fixtures"] = ("the HF config of the models the suites name: one small model's for "
+                                       "all, its sizes following each suite's options")
+    return [f"harness.fixtures += hf_config at {pattern}"]
+
+
+def _attribute_default(validation: dict[str, Any], text: str, why: dict[str, str]) -> list[str]:
+    """An option the validator reads that no parser defines: a neutral default by its name's shape (sizes
+    1, switches false, anything else None)."""
+    match = ATTRIBUTE.search(text)
+    if match is None or "Namespace" not in text:
+        return []
+    name = match.group(1)
+    defaults = validation.setdefault("attribute_defaults", {})
+    if name in defaults:
+        return []
+    defaults[name] = 1 if _SIZE.search(name) else False if _SWITCH.search(name) else None
+    why["validation.attribute_defaults"] = ("options the validator reads that no parser in the tree defines "
+                                            "(upstream-owned): a neutral default each; check them")
+    return [f"validation.attribute_defaults.{name} = {defaults[name]!r}"]
+
+
+def _unset_options(starter: Starter, root: Path, error: Outcome) -> list[str]:
+    """A None compared or iterated at the error's line (`args.sglang_dp_size > 1`): options a parser
+    upstream would have set; a default for those whose name says its shape (a size 1, a switch false)."""
+    if error.exception != "TypeError" or "NoneType" not in (error.message or "") or not error.path:
+        return []
+    line = _line(root, error.path, error.line or 0)
+    defaults = starter.policy["validation"].setdefault("attribute_defaults", {})
+    changes = []
+    for name in dict.fromkeys(re.findall(r"\bargs\.(\w+)", line)):
+        value = 1 if _SIZE.search(name) else False if _SWITCH.search(name) else None
+        if name not in defaults and value is not None:
+            defaults[name] = value
+            changes.append(f"validation.attribute_defaults.{name} = {value!r}")
+    if changes:
+        starter.why["validation.attribute_defaults"] = ("options the validator reads that no parser in the "
+                                                        "tree sets: a neutral default each; check them")
+    return changes
+
+
+def _runner_variables(starter: Starter, root: Path, health: Health) -> list[str]:
+    """`os.environ["http_proxy"]` failing in a CI script: a variable the CI runner has; set, empty, in the
+    environment of every source's scripts."""
+    names = []
+    for failure in (*health.failed, *health.partial):
+        match = re.search(r"KeyError: '(\w+)' \(at ([^:()]+):(\d+)\)", failure.reason)
+        if match and "environ" in _line(root, match.group(2), int(match.group(3))):
+            names.append(match.group(1))
+    changes = []
+    for source in starter.policy["matrix"]["sources"]:
+        if source["kind"] != "workflow_rows":  # the one kind whose runner this policy describes
+            continue
+        env = source.setdefault("env", {})
+        for name in dict.fromkeys(names):
+            if name not in env:
+                env[name] = ""
+                changes.append(f"matrix.sources: env.{name} = ''")
+    if changes:
+        starter.why["matrix.sources.env"] = "variables the CI runner has that the scripts read"
+    return changes
+
+
+def _line(root: Path, path: str, number: int) -> str:
+    lines = _read(root / path).split("\n")
+    return lines[number - 1] if 0 < number <= len(lines) else ""
+
+
+def _model_pattern(config: str) -> str:
+    parts = config.split("/")
+    return "/".join([*parts[:-2], "*", parts[-1]]) if len(parts) > 3 else config
+
+
+def render(starter: Starter, header: Iterable[str] = ()) -> str:
+    """The policy as YAML, each section and source preceded by the reasons it was chosen."""
+    lines = [f"# {line}" for line in header]
+    lines += ["# Starter policy written by `prtriage init`: every key is a guess from the tree and its",
+              "# health; `prtriage doctor` tells what the analysis sees (docs/policy.md)."]
+    for key, value in starter.policy.items():
+        lines += _comment(starter.why, key, indent="")
+        if not isinstance(value, dict):
+            lines.append(yaml.safe_dump({key: value}, sort_keys=False).rstrip())
+            continue
+        lines.append(f"{key}:")
+        for inner, item in value.items():
+            lines += _comment(starter.why, f"{key}.{inner}", indent="  ")
+            if key == "matrix" and inner == "sources":
+                lines.append("  sources:")
+                for index, source in enumerate(item):
+                    lines += _comment(starter.why, f"matrix.sources[{index}]", indent="    ")
+                    dumped = yaml.safe_dump([source], sort_keys=False, width=100).rstrip()
+                    lines += [f"    {line}" for line in dumped.split("\n")]
+                continue
+            dumped = yaml.safe_dump({inner: item}, sort_keys=False, width=100).rstrip()
+            lines += [f"  {line}" for line in dumped.split("\n")]
+    return "\n".join(lines) + "\n"
+
+
+def _comment(why: dict[str, str], key: str, indent: str) -> list[str]:
+    reason = why.get(key)
+    return [f"{indent}# {reason}"] if reason else []

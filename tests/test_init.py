@@ -1,0 +1,251 @@
+"""`prtriage init`: a starter policy detected from a tree, refined by doctor rounds.
+
+Detection is pinned on small trees of each shape the real repositories have (miles' registered scripts,
+slime's workflow rows, torchtitan's definitions and launcher); the whole command runs on the miles twin in
+the real sandbox and must see most of what the twin's hand-written policy sees (tests/realworld has the
+same on the real miles).
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+from twin.cli import prtriage
+from twin.miles import build_miles_twin
+
+from app.analysis.health import assess
+from app.analysis.model import CaptureFailure, Matrix, Outcome, Suite, SuiteResult
+from app.analysis.policy import parse_policy
+from app.analysis.starter import NoValidator, detect, refine, render
+
+TWIN_POLICY = Path(__file__).parent / "twin" / "policy.yml"
+OPTIONS = "\n".join(f"    parser.add_argument('--option-{i}', type=int, default={i})" for i in range(12))
+
+
+def write(root: Path, files: dict[str, str]) -> Path:
+    for relative, text in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return root
+
+
+def argparse_validator(package: str, extra: str = "") -> dict[str, str]:
+    return {
+        f"{package}/__init__.py": "",
+        f"{package}/utils/__init__.py": "",
+        f"{package}/utils/arguments.py": f"""\
+import argparse
+{extra}
+
+def parse_args():
+    parser = argparse.ArgumentParser()
+{OPTIONS}
+    args = parser.parse_args()
+    return args
+
+
+def {package}_validate_args(args):
+    assert args.option_1 >= 0
+""",
+        "train.py": f"from {package}.utils.arguments import parse_args\n\nparse_args()\n",
+    }
+
+
+def test_registered_scripts_shape(tmp_path: Path) -> None:
+    files = argparse_validator("kite")
+    registered = "from tests.ci.register import register_cuda_ci\nregister_cuda_ci(1, 's')\n"
+    files |= {
+        "tests/ci/register.py": "def register_cuda_ci(est_time, suite, disabled=None):\n    pass\n",
+        "tests/e2e/short/test_a.py": registered,
+        "tests/e2e/long/test_b.py": registered,
+        "tests/unit/test_c.py": "def test_c():\n    pass\n",
+    }
+    starter = detect(write(tmp_path, files))
+    validation = starter.policy["validation"]
+    assert validation["entry"] == "kite.utils.arguments:parse_args"
+    assert validation["functions"] == ["kite.utils.arguments:kite_validate_args"]
+    assert validation["paths"] == ["kite/utils/arguments.py", "train.py"]
+    assert "replace" not in validation  # no Megatron, no HF config
+    [source] = starter.policy["matrix"]["sources"]
+    assert source["kind"] == "record_launches"
+    assert source["scripts"] == ["tests/e2e/**/test_*.py"]
+    assert source["registration"] == {"function": "tests.ci.register:register_cuda_ci",
+                                      "disabled_kwarg": "disabled", "suite_kwarg": "suite"}
+    assert source["entry"] == r"(^|/)(train)\.py$"
+    assert "2 scripts under tests/e2e/" in starter.why["matrix.sources[0]"]
+    parse_policy(render(starter), "starter")  # the policy language accepts what init writes
+
+
+def test_workflow_rows_shape_and_megatron_based_validator(tmp_path: Path) -> None:
+    extra = "from megatron.training.arguments import parse_args as megatron_parse_args\n" \
+            "from transformers import AutoConfig\nAutoConfig.from_pretrained"
+    files = argparse_validator("wren", extra)
+    files["wren/utils/arguments.py"] += textwrap.dedent("""\
+        def parse_all():
+            from wren.backends.engine_args import validate_args as engine_validate_args
+            from wren.backends.server_args import validate_args as server_validate_args
+            engine_validate_args(None)
+        """)
+    files |= {
+        "wren/backends/__init__.py": "",
+        "wren/backends/engine_args.py": "def validate_args(args):\n    pass\n",
+        "wren/backends/server_args.py": "def validate_args(args):\n    pass\n",
+        "tests/test_tiny_run.py": "import os\n",
+        ".github/workflows/pr-test.yml": """\
+            on: pull_request
+            jobs:
+              e2e:
+                strategy:
+                  matrix:
+                    info:
+                      - {num_gpus: 2, test_file: test_tiny_run.py, test_args: --fast}
+                      - {num_gpus: 4, test_file: test_tiny_run.py}
+              generated:
+                strategy:
+                  matrix: ${{ fromJson(needs.plan.outputs.matrix) }}
+            """,
+    }
+    starter = detect(write(tmp_path, files))
+    validation = starter.policy["validation"]
+    # the engine's validator is called in the entry module's own flow: it runs there, not listed again
+    assert validation["functions"] == ["wren.utils.arguments:wren_validate_args",
+                                       "wren.backends.server_args:validate_args"]
+    assert validation["paths"] == ["wren/utils/arguments.py", "wren/backends/server_args.py",
+                                   "wren/backends/engine_args.py", "train.py"]
+    replaced = [r["target"] for r in validation["replace"]]
+    assert replaced == ["megatron.training.arguments:parse_args", "transformers:AutoConfig.from_pretrained"]
+    assert validation["replace"][1]["from_args"]["num_hidden_layers"] == "num_layers"
+    assert validation["attribute_defaults"]["tensor_model_parallel_size"] == 1
+    [source] = starter.policy["matrix"]["sources"]
+    assert (source["kind"], source["script"], source["args"], source["script_dir"]) == \
+        ("workflow_rows", "info.test_file", "info.test_args", "tests")
+    assert source["workflows"] == [".github/workflows/pr-test.yml"]
+
+
+def test_python_definitions_shape(tmp_path: Path) -> None:
+    files = {
+        "kestrel/__init__.py": "",
+        "kestrel/config/__init__.py": "",
+        "kestrel/config/manager.py": """\
+            import tyro
+
+            class ConfigManager:
+                def parse_args(self, args):
+                    return tyro.cli(dict, args=args)
+            """,
+        "kestrel/train.py": "from kestrel.config.manager import ConfigManager\n",
+        "run_train.sh": """\
+            MODULE=${MODULE:-"llama"}
+            CONFIG=${CONFIG:-"llama_debug"}
+            torchrun --nproc_per_node=8 -m kestrel.train --module ${MODULE} --config ${CONFIG} "$@"
+            """,
+        "tests/integration_tests/__init__.py": """\
+            from dataclasses import dataclass
+
+            @dataclass
+            class OverrideDefinitions:
+                override_args: tuple = ()
+                test_name: str = "default"
+                disabled: bool = False
+                configs: tuple = ()
+            """,
+        "tests/integration_tests/features.py": """\
+            from tests.integration_tests import OverrideDefinitions
+
+            def build_features_test_list():
+                return [OverrideDefinitions([["--compile"]], test_name="compile")]
+
+            def helper():
+                return 1
+            """,
+        "tests/integration_tests/run_tests.py": """\
+            def command(fn):
+                return f"MODULE={fn.__module__} CONFIG={fn.__name__} ./run_train.sh"
+            """,
+    }
+    starter = detect(write(tmp_path, files))
+    assert starter.policy["validation"]["entry"] == "kestrel.config.manager:ConfigManager.parse_args"
+    assert starter.policy["validation"]["paths"] == ["kestrel/config/**"]
+    [source] = starter.policy["matrix"]["sources"]
+    assert source["functions"] == ["tests.integration_tests.features:build_features_test_list"]
+    assert (source["name"], source["disabled"], source["runs"], source["shell_words"]) == \
+        ("test_name", "disabled", "override_args", True)
+    assert source["entry"] == "kestrel/train.py"
+    assert source["args"] == ["--module", "{configs.__module__}", "--config", "{configs.__name__}"]
+    assert source["defaults"] == {"configs.__module__": "llama", "configs.__name__": "llama_debug"}
+    parse_policy(render(starter), "starter")
+
+
+def test_no_validator_says_what_it_looked_for(tmp_path: Path) -> None:
+    write(tmp_path, {"pkg/cli.py": "import argparse\n\ndef parse_args():\n    return None\n"})
+    with pytest.raises(NoValidator, match="no module-level parse_args with at least 10"):
+        detect(tmp_path)
+
+
+def test_refine_adds_what_the_errors_ask_for(tmp_path: Path) -> None:
+    files = argparse_validator("kite", "from transformers import AutoConfig\nAutoConfig.from_pretrained")
+    files |= {"tests/ci/register.py": "def register_gpu_ci(disabled=None):\n    pass\n",
+              "tests/e2e/test_a.py": "register_gpu_ci()\n",
+              "kite/check.py": "def check(args):\n    if args.engine_dp_size > 1:\n        pass\n"}
+    starter = detect(write(tmp_path, files))
+    suite = Suite("tests/e2e/test_a.py", "tests/e2e/test_a.py",
+                  ("--hf-checkpoint", "/root/models/Qwen3-4B", "--save", "/dev/shm/ckpt", "--log", "/tmp/x"))
+    none = Outcome("error", "TypeError", "'>' not supported between instances of 'NoneType' and 'int'",
+                   "kite/check.py", 2)
+    matrix = Matrix((suite,), scripts=2, captured=1,
+                    failed=(CaptureFailure("tests/e2e/test_b.py",
+                                           "OSError: [Errno 30] Read-only file system: '/node_public'"),))
+    health = assess(matrix, {suite.id: SuiteResult(suite.id, none)}, {}, {})
+    refined = refine(starter, matrix.suites, health, tmp_path)
+    harness = refined.policy["harness"]
+    assert harness["existing_path_prefixes"] == ["/dev/shm/", "/node_public/", "/root/"]  # never /tmp
+    assert harness["fixtures"] == [{"path": "/root/models/*/config.json", "name": "hf_config",
+                                    "content": harness["fixtures"][0]["content"]}]
+    assert refined.policy["validation"]["attribute_defaults"] == {"engine_dp_size": 1}
+    assert len(refined.rounds[-1]) == 3
+    again = refine(refined, matrix.suites, health, tmp_path)
+    assert again.rounds[-1] == []  # nothing more: the rounds stop
+    assert starter.policy["harness"].get("existing_path_prefixes") is None  # refine copies
+
+
+def test_init_on_the_twin_sees_most_of_what_its_policy_sees(tmp_path: Path, prtriage_cache: Path) -> None:
+    tree = build_miles_twin(tmp_path / "twin")
+    hand = prtriage("doctor", "--tree", str(tree), "--policy", str(TWIN_POLICY), "--format", "json",
+                    cache_dir=prtriage_cache)
+    assert hand.returncode == 0, hand.describe()
+    output = tmp_path / "starter.yml"
+    run = prtriage("init", "--tree", str(tree), "--output", str(output), "--format", "json",
+                   cache_dir=prtriage_cache)
+    assert run.returncode == 0, run.describe()
+    report, written = run.json(), output.read_text()
+    expected = hand.json()["health"]
+    assert report["health"]["suites"] >= 0.8 * expected["suites"], (report["health"], expected["suites"])
+    assert report["health"]["base"]["accepted_share"] == expected["base"]["accepted_share"] == 1.0
+    assert report["rounds"][0], "the first round adds the CI hosts' directories and the HF config fixture"
+    assert report["rounds"][-1] == []
+    assert yaml.safe_load(written) == report["policy"]
+    assert "# miles/utils/arguments.py defines parse_args over" in written
+    parse_policy(written, str(output))
+    again = prtriage("init", "--tree", str(tree), "--output", str(output), cache_dir=prtriage_cache)
+    assert again.returncode == 2 and "exists; give --force" in again.stderr, again.describe()
+
+
+@pytest.mark.parametrize(("arguments", "message"), [
+    (["--rounds", "0"], "--rounds must be 1-10"),
+    (["--policy", "x.yml"], "--policy does not go with it"),
+])
+def test_init_bad_usage(tmp_path: Path, arguments: list[str], message: str) -> None:
+    run = prtriage("init", "--tree", str(tmp_path), *arguments, cache_dir=tmp_path / "cache")
+    assert run.returncode == 2 and message in run.stderr, run.describe()
+
+
+def test_init_on_a_tree_without_a_validator_exits_3(tmp_path: Path) -> None:
+    write(tmp_path / "tree", {"README.md": "nothing here\n"})
+    run = prtriage("init", "--tree", str(tmp_path / "tree"), "--output", str(tmp_path / "out.yml"),
+                   cache_dir=tmp_path / "cache")
+    assert run.returncode == 3 and "no command-line validator found" in run.stderr, run.describe()
+    assert not (tmp_path / "out.yml").exists()
