@@ -102,8 +102,9 @@ def test_workflow_rows_shape_and_megatron_based_validator(tmp_path: Path) -> Non
                 strategy:
                   matrix:
                     info:
-                      - {num_gpus: 2, test_file: test_tiny_run.py, test_args: --fast}
                       - {num_gpus: 4, test_file: test_tiny_run.py}
+                      - {num_gpus: 4, test_file: test_tiny_run.py}
+                      - {num_gpus: 2, test_file: test_tiny_run.py, test_args: --fast}
               generated:
                 strategy:
                   matrix: ${{ fromJson(needs.plan.outputs.matrix) }}
@@ -163,8 +164,16 @@ def test_python_definitions_shape(tmp_path: Path) -> None:
                 return 1
             """,
         "tests/integration_tests/run_tests.py": """\
-            def command(fn):
-                return f"MODULE={fn.__module__} CONFIG={fn.__name__} ./run_train.sh"
+            def command(fn, output_dir, test_name):
+                dump_folder_arg = f"--dump_folder {output_dir}/{test_name}"
+                return f"MODULE={fn.__module__} CONFIG={fn.__name__} ./run_train.sh " + dump_folder_arg
+            """,
+        "kestrel/tools/utils.py": "def has_cuda_capability(major, minor):\n    return False\n",
+        ".github/workflows/features.yaml": """\
+            jobs:
+              test:
+                steps:
+                  - run: python -m tests.integration_tests.run_tests $RUNNER_TEMP/out --ngpu 8
             """,
     }
     starter = detect(write(tmp_path, files))
@@ -175,7 +184,12 @@ def test_python_definitions_shape(tmp_path: Path) -> None:
     assert (source["name"], source["disabled"], source["runs"], source["shell_words"]) == \
         ("test_name", "disabled", "override_args", True)
     assert source["entry"] == "kestrel/train.py"
-    assert source["args"] == ["--module", "{configs.__module__}", "--config", "{configs.__name__}"]
+    assert source["args"] == ["--module", "{configs.__module__}", "--config", "{configs.__name__}",
+                              "--dump_folder", "/home/runner/_work/_temp/out/{definition.test_name}"]
+    assert source["env"] == {"RUNNER_TEMP": "/home/runner/_work/_temp"}
+    assert starter.policy["validation"]["replace"] == [  # the GPU's answer on CI
+        {"target": "kestrel.tools.utils:has_cuda_capability", "with": "return_value", "value": True,
+         "only_if_missing": False}]
     assert source["defaults"] == {"configs.__module__": "llama", "configs.__name__": "llama_debug"}
     parse_policy(render(starter), "starter")
 

@@ -23,7 +23,7 @@ import importlib.util
 import re
 import sys
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -63,6 +63,9 @@ HF_CONFIG = {"model_type": "qwen2", "num_hidden_layers": 28, "num_attention_head
              "num_key_value_heads": 8, "hidden_size": 2048, "intermediate_size": 11008, "vocab_size": 151936,
              "max_position_embeddings": 32768, "rope_theta": 1000000.0, "tie_word_embeddings": True}
 LAUNCHERS = ["python", "python3", "torchrun", "ray"]
+RUNNER_TEMP = "/home/runner/_work/_temp"  # $RUNNER_TEMP on GitHub's hosted and self-hosted runners
+# Device facts the validation asks the GPU for: on CI's GPUs the answer is yes.
+DEVICE_CHECKS = ("has_cuda_capability",)
 HOST_DIRS = frozenset({"tmp", "proc", "sys", "dev", "usr", "bin", "etc", "lib", "opt", "var", "run"})
 _SIZE = re.compile(r"(?:_size|_num|_count|_degree)$|^num_")
 _SWITCH = re.compile(r"^(?:use|enable|disable|no|skip|overlap|untie|fp\d+|bf16|is|has)(?:_|$)")
@@ -160,9 +163,20 @@ def _validation(root: Path, modules: dict[str, Module],
         why["validation.replace"] = "; ".join(filter(None, [why.get("validation.replace"), (
             "validation reads the HF config of the suite's checkpoint: a fixture stands in for it"
             + (", following the suite's own model options" if megatron else ""))]))
+    replace += _device_checks(modules, why)
     if replace:
         validation["replace"] = replace
     return validation, used
+
+
+def _device_checks(modules: dict[str, Module], why: dict[str, str]) -> list[dict[str, Any]]:
+    found = [f"{m.name}:{name}" for m in modules.values() if not _is_test(m)
+             for name in m.functions() if name in DEVICE_CHECKS]
+    if found:
+        why["validation.replace"] = "; ".join(filter(None, [why.get("validation.replace"),
+                                                            "device checks answer as CI's GPUs do"]))
+    return [{"target": target, "with": "return_value", "value": True, "only_if_missing": False}
+            for target in found]
 
 
 def _megatron_keys(validation: dict[str, Any], why: dict[str, str]) -> list[dict[str, Any]]:
@@ -183,7 +197,7 @@ def _hf_config_replace(megatron: bool) -> dict[str, Any]:
     return replace
 
 
-def _modules(root: Path, wanted: Any) -> dict[str, Module]:
+def _modules(root: Path, wanted: Callable[[str], bool]) -> dict[str, Module]:
     found: dict[str, Module] = {}
     for path in sorted(root.rglob("*.py")):
         relative = path.relative_to(root)
@@ -286,9 +300,11 @@ def _sources(root: Path, entry_pattern: str) -> Iterator[tuple[dict[str, Any], s
 
 
 def _recording(root: Path, entry_pattern: str) -> dict[str, Any]:
-    tree_text = "runtime-env-json" if _mentions(root, "runtime-env-json") else ""
+    """How scripts are recorded: a job submitted to Ray carries its environment in --runtime-env-json,
+    any other in what the script exports."""
+    ray_jobs = _mentions(root, "runtime-env-json")
     return {"entry": entry_pattern, "launchers": LAUNCHERS,
-            "env_from": ["runtime_env_json"] if tree_text else ["exported"]}
+            "env_from": ["runtime_env_json"] if ray_jobs else ["exported"]}
 
 
 def _mentions(root: Path, needle: str) -> bool:
@@ -332,13 +348,14 @@ def _matrices(jobs: Any) -> Iterator[dict[str, Any]]:
 
 
 def _script_fields(jobs: Any) -> Iterator[tuple[str, str, str]]:
+    """(matrix key, script field, args field or "") of every row naming a Python script; the args field
+    is the one any row of that key writes (`test_args`), the rows without it pass none."""
     for matrix in _matrices(jobs):
         for key, rows in matrix.items():
-            for row in rows if isinstance(rows, list) else []:
-                if not isinstance(row, dict):
-                    continue
+            rows = [row for row in rows if isinstance(row, dict)] if isinstance(rows, list) else []
+            args = next((k for row in rows for k in row if k.endswith("args")), "")
+            for row in rows:
                 script = next((k for k, v in row.items() if isinstance(v, str) and v.endswith(".py")), None)
-                args = next((k for k in row if k.endswith("args")), "")
                 if script:
                     yield key, script, args
 
@@ -443,8 +460,21 @@ def _runner(root: Path, fields: set[str]) -> dict[str, Any]:
                     defaults[placeholder] = shell_defaults[variable]
         if args and per_run:
             found.update(per_run=[per_run], args=args, defaults=defaults)
+        found.update(_output_dir(root, runner_text, found.get("args", [])))
         break
     return found
+
+
+def _output_dir(root: Path, runner_text: str, args: list[str]) -> dict[str, Any]:
+    """The runner's output-directory flag (`f"--dump_folder {output_dir}/{test_name}"`) with the directory
+    the workflows give it (`$RUNNER_TEMP/...`, GitHub's runner's own directory)."""
+    flag = re.search(r"[\"'](--[\w.]+) \{output_dir\}/\{test_name\}", runner_text)
+    workflows = "".join(_read(p) for p in sorted((root / ".github" / "workflows").glob("*.y*ml")))
+    given = re.search(r"-m\s+tests\.[\w.]*run_tests\b[^\n]*?\s\$\{?RUNNER_TEMP\}?(/[\w./-]+)", workflows)
+    if flag is None or given is None:
+        return {}
+    output = f"{RUNNER_TEMP}{given.group(1).rstrip('/')}/{{definition.test_name}}"
+    return {"args": [*args, flag.group(1), output], "env": {"RUNNER_TEMP": RUNNER_TEMP}}
 
 
 def _harness(used: list[Module], modules: dict[str, Module]) -> dict[str, Any]:
