@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import shlex
 import sys
@@ -37,10 +36,8 @@ from app.analysis.starter import NoValidator
 from app.analysis.starter import render as render_starter
 from app.analysis.workflow_commands import append_step_summary, render_github
 from app.analysis.workflow_commands import command as workflow_command
-from app.cachedir import DEFAULT_MAX_SIZE, parse_size, prune
-from app.capture import capture_matrix
-from app.config import ConfigError, StartupError, UsageError
-from app.engine import (
+from app.config import CommandLineSettings, ConfigError, StartupError, UsageError
+from app.engine.check_steps import (
     SANDBOX_HINT,
     AnalysisError,
     NothingCaptured,
@@ -49,8 +46,11 @@ from app.engine import (
     run_doctor,
     run_init,
 )
-from app.gitrepo import GitError, cached_tree, github_slug
+from app.engine.matrix_capture import capture_matrix
+from app.logsetup import configure_logging
 from app.sandbox.runner import SandboxUnavailable
+from app.trees.cachedir import DEFAULT_MAX_SIZE, parse_size, prune
+from app.trees.gitrepo import GitError, cached_tree, github_slug
 
 EXIT_OK, EXIT_BLOCKING, EXIT_USAGE, EXIT_CANNOT_RUN = 0, 1, 2, 3
 EXIT_STATUS_HELP = ("exit status: 0 no blocking finding, 1 blocking findings, 2 bad usage or invalid policy, "
@@ -93,7 +93,7 @@ class Revision:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        configure_logging()
+        configure_logging(CommandLineSettings().log_level_number())
         command: Callable[[argparse.Namespace], int] = args.command
         return command(args)
     except (UsageError, PolicyError, ConfigError) as exc:
@@ -320,60 +320,60 @@ def _add_service(commands: argparse._SubParsersAction[Parser]) -> None:
 
 
 def serve_command(args: argparse.Namespace) -> int:
-    from app import runtime
+    from app.processes import runtime
 
     return runtime.serve(runtime.load_settings(host=args.host, port=args.port))
 
 
 def demo_command(args: argparse.Namespace) -> int:
-    from app import demo
+    from app.demo import local_demo
 
     port = args.port
     if port is None:
         try:
-            port = port_number(any_free=True)(os.environ.get("PRTRIAGE_PORT") or "8000")
+            port = port_number(any_free=True)(CommandLineSettings().port or "8000")
         except argparse.ArgumentTypeError as exc:
             raise UsageError(f"PRTRIAGE_PORT: {exc}") from None
 
     def say(text: str) -> None:
         print(f"prtriage demo: {text}", flush=True)
 
-    return demo.run(port, once=args.once, say=say)
+    return local_demo.run(port, once=args.once, say=say)
 
 
 def followups_command(args: argparse.Namespace) -> int:
-    from app import followups_cli  # the GitHub client: only when asked for
+    from app.triage import followups_cli  # the GitHub client: only when asked for
 
     return followups_cli.run(args)
 
 
 def worker_command(args: argparse.Namespace) -> int:
-    from app import runtime
+    from app.processes import runtime
 
     return runtime.work(runtime.load_settings())
 
 
 def db_upgrade_command(args: argparse.Namespace) -> int:
-    from app import runtime
+    from app.processes import runtime
 
     return runtime.upgrade_database(runtime.load_settings())
 
 
 def cache_prune_command(args: argparse.Namespace) -> int:
-    size = args.max_size
-    if size is None:
-        size = os.environ.get("PRTRIAGE_CACHE_MAX_SIZE") or DEFAULT_MAX_SIZE
-    try:
-        max_bytes = parse_size(size)
-    except ValueError as exc:
-        where = "PRTRIAGE_CACHE_MAX_SIZE" if args.max_size is None else "--max-size"
-        raise UsageError(f"{where}: {exc}") from None
-    print(prune(cache_directory(args.cache_dir), max_bytes).summary())
+    settings = CommandLineSettings()
+    if args.max_size is None:
+        max_bytes = settings.cache_max_bytes()
+    else:
+        try:
+            max_bytes = parse_size(args.max_size)
+        except ValueError as exc:
+            raise UsageError(f"--max-size: {exc}") from None
+    print(prune(settings.cache_directory(args.cache_dir), max_bytes).summary())
     return EXIT_OK
 
 
 def replay_command(args: argparse.Namespace) -> int:
-    from app import runtime
+    from app.processes import runtime
 
     answer = runtime.replay(runtime.load_settings(), args.file, url=args.url,
                             new_delivery_id=args.new_delivery_id)
@@ -382,7 +382,7 @@ def replay_command(args: argparse.Namespace) -> int:
 
 
 def pre_push_command(args: argparse.Namespace) -> int:
-    from app.prepush import pushed_range
+    from app.trees.prepush import pushed_range
 
     pushed = pushed_range(args.repo, os.environ)
     if pushed is None:
@@ -395,7 +395,7 @@ def pre_push_command(args: argparse.Namespace) -> int:
 
 
 def check_command(args: argparse.Namespace) -> int:
-    cache_dir = cache_directory(args.cache_dir)
+    cache_dir = CommandLineSettings().cache_directory(args.cache_dir)
     base, head = check_revisions(args, cache_dir)
     policy = resolve_policy(args.policy, base, args.repo)
     try:
@@ -430,7 +430,7 @@ def check_revisions(args: argparse.Namespace, cache_dir: Path) -> tuple[Revision
 
 
 def doctor_command(args: argparse.Namespace) -> int:
-    cache_dir = cache_directory(args.cache_dir)
+    cache_dir = CommandLineSettings().cache_directory(args.cache_dir)
     revision = single_revision(args, cache_dir, "doctor")
     policy = resolve_policy(args.policy, revision, args.repo)
     health = run_doctor(revision.tree, policy, cache_dir=cache_dir, allow_unsandboxed=args.allow_unsandboxed,
@@ -451,7 +451,7 @@ def init_command(args: argparse.Namespace) -> int:
     if not 1 <= args.rounds <= 10:
         raise UsageError(f"init: --rounds must be 1-10, not {args.rounds}")
     output = _init_output(args)
-    cache_dir = cache_directory(args.cache_dir)
+    cache_dir = CommandLineSettings().cache_directory(args.cache_dir)
     if args.repo is not None and args.rev is None:
         args.rev = "HEAD"
     revision = single_revision(args, cache_dir, "init")
@@ -493,7 +493,7 @@ def _init_output(args: argparse.Namespace) -> Path:
 
 
 def matrix_command(args: argparse.Namespace) -> int:
-    cache_dir = cache_directory(args.cache_dir)
+    cache_dir = CommandLineSettings().cache_directory(args.cache_dir)
     revision = single_revision(args, cache_dir, "matrix")
     policy = resolve_policy(args.policy, revision, args.repo)
     require_sandbox(args.allow_unsandboxed)
@@ -580,32 +580,6 @@ def default_policy_hint(policy: Policy, args: argparse.Namespace) -> str:
         return hint + "."
     where = f"--repo {args.repo} --rev {args.base}" if args.repo is not None else f"--tree {args.base_tree}"
     return f"{hint} and run\n  `prtriage doctor {where} --policy FILE` until it says the revision is healthy."
-
-
-def cache_directory(explicit: Path | None) -> Path:
-    if explicit is not None:
-        return explicit
-    if os.environ.get("PRTRIAGE_CACHE_DIR"):
-        return Path(os.environ["PRTRIAGE_CACHE_DIR"])
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "prtriage"
-
-
-def configure_logging() -> None:
-    name = os.environ.get("PRTRIAGE_LOG_LEVEL", "WARNING").upper()
-    level = logging.getLevelName(name)
-    if not isinstance(level, int):
-        raise UsageError(f"PRTRIAGE_LOG_LEVEL: unknown level {name!r} (DEBUG, INFO, WARNING, ERROR)")
-    logging.basicConfig(level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
-    quiet_libraries(level)
-
-
-CHATTY = ("huey", "httpx", "alembic")  # log every task, request or migration step at INFO
-
-
-def quiet_libraries(level: int) -> None:
-    for name in CHATTY:
-        logging.getLogger(name).setLevel(level if level <= logging.DEBUG else max(level, logging.WARNING))
 
 
 class ProgressPrinter:

@@ -6,6 +6,7 @@ mutating globals. Every variable is documented in README ("Settings"); a test fa
 
 from __future__ import annotations
 
+import logging
 import os
 from functools import lru_cache
 from pathlib import Path
@@ -16,7 +17,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
-from app.cachedir import DEFAULT_MAX_SIZE, parse_size
+from app.trees.cachedir import DEFAULT_MAX_SIZE, parse_size
 
 
 class ConfigError(Exception):
@@ -53,7 +54,7 @@ class Settings(BaseSettings):
                            alias="PRTRIAGE_DATA_DIR")
     cache_dir: Path = Field(default_factory=lambda: _xdg("XDG_CACHE_HOME", ".cache"),
                             alias="PRTRIAGE_CACHE_DIR")
-    # Bytes; the least recently used entries go when the cache holds more (app/cachedir.py).
+    # Bytes; the least recently used entries go when the cache holds more (app/trees/cachedir.py).
     cache_max_size: int = Field(parse_size(DEFAULT_MAX_SIZE), ge=0, alias="PRTRIAGE_CACHE_MAX_SIZE")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", alias="PRTRIAGE_LOG_LEVEL")
     host: str = Field("127.0.0.1", alias="PRTRIAGE_HOST")
@@ -113,6 +114,47 @@ class Settings(BaseSettings):
         if missing:
             raise ConfigError(f"missing setting(s): {', '.join(missing)}")
         self.private_key()
+
+
+class CommandLineSettings(BaseSettings):
+    """The settings of the local commands (README, "Settings of the command line"), read as `prtriage` starts.
+
+    Kept as given and checked by the command that uses each (`cache prune` its size, `demo` its port), so a
+    bad value fails only that command, with the variable's name; the log level is every command's. Its
+    default is WARNING, where the service's (`Settings.log_level`) is INFO: a check's output is its report.
+    """
+
+    # case-sensitive names, as the environment is on Linux: `prtriage_log_level` is not PRTRIAGE_LOG_LEVEL
+    model_config = SettingsConfigDict(env_prefix="", extra="ignore", frozen=True, populate_by_name=True,
+                                      case_sensitive=True)
+
+    cache_dir: str | None = Field(None, alias="PRTRIAGE_CACHE_DIR")
+    xdg_cache_home: str | None = Field(None, alias="XDG_CACHE_HOME")
+    cache_max_size: str | None = Field(None, alias="PRTRIAGE_CACHE_MAX_SIZE")
+    log_level: str = Field("WARNING", alias="PRTRIAGE_LOG_LEVEL")
+    port: str | None = Field(None, alias="PRTRIAGE_PORT")  # `demo` only: 0 is any free port
+
+    def cache_directory(self, explicit: Path | None = None) -> Path:
+        """EXPLICIT (--cache-dir), else PRTRIAGE_CACHE_DIR, else $XDG_CACHE_HOME/prtriage, else
+        ~/.cache/prtriage."""
+        if explicit is not None:
+            return explicit
+        if self.cache_dir:
+            return Path(self.cache_dir)
+        return (Path(self.xdg_cache_home) if self.xdg_cache_home else Path.home() / ".cache") / "prtriage"
+
+    def cache_max_bytes(self) -> int:
+        try:
+            return parse_size(self.cache_max_size or DEFAULT_MAX_SIZE)
+        except ValueError as exc:
+            raise UsageError(f"PRTRIAGE_CACHE_MAX_SIZE: {exc}") from None
+
+    def log_level_number(self) -> int:
+        name = self.log_level.upper()
+        level = logging.getLevelName(name)
+        if not isinstance(level, int):
+            raise UsageError(f"PRTRIAGE_LOG_LEVEL: unknown level {name!r} (DEBUG, INFO, WARNING, ERROR)")
+        return level
 
 
 @lru_cache(maxsize=1)

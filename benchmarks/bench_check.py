@@ -34,8 +34,8 @@ from typing import Any
 from app.analysis.model import Suite
 from app.analysis.policy import Policy, load_policy
 from app.analysis.report import CheckReport
-from app.engine import compare_trees, run_check
-from app.validate import trace_lines, validate_revision
+from app.engine.check_steps import compare_trees, run_check
+from app.engine.suite_validation import trace_lines, validate_revision
 from benchmarks.generate import DEFAULT_SEED, VALIDATOR_PATH, Manifest, generate_pair
 from benchmarks.twin.selfcheck import import_seconds
 

@@ -37,7 +37,7 @@ from sqlalchemy.engine import make_url
 
 from app import dashboard
 from app.config import Settings
-from app.services import Services
+from app.service.services import Services
 from app.store.migrate import upgrade
 from app.store.models import (
     Finding,

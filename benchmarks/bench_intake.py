@@ -3,7 +3,7 @@
     .venv/bin/python -m benchmarks.bench_intake [--deliveries 2000] [--senders 20] [--warmup 100] \
         [--workers 1] [--out benchmarks/out/]
 
-Three processes, as in production: the fake GitHub (app/localgithub, real HTTP on loopback, in a child
+Three processes, as in production: the fake GitHub (app/demo/localgithub, real HTTP on loopback, in a child
 process), `prtriage serve` on its embedded defaults (SQLite database, SqliteHuey queue, its own worker
 threads, migrated at start-up), and this load process. Every delivery is a real `pull_request` `opened`
 payload for a PR of its own that touches no validation path, so its triage is cheap (a success check from
@@ -44,7 +44,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from sqlalchemy import func, select
 
-from app.localgithub import FakeGitHub, make_app_key
+from app.demo.localgithub import FakeGitHub, make_app_key
 from app.store.models import Delivery, TriageRun
 from app.store.session import make_engine, session_scope
 

@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from app.analysis.policy import POLICIES_DIR, Policy, load_policy
-from app.capture import capture_matrix
-from app.gitrepo import cached_tree
+from app.engine.matrix_capture import capture_matrix
+from app.trees.gitrepo import cached_tree
 from benchmarks.bench_check import Mode, WrongResult, naive_runs
 
 BUNDLE = Path(__file__).resolve().parents[2] / "shared" / "realworld" / "miles.bundle"

@@ -20,7 +20,7 @@ from fakegithub.plugin import fake_github, fake_github_factory, github_app_key  
 from app.analysis.model import Finding
 from app.analysis.workflow_commands import annotation, command, escape_data, escape_property
 from app.cli import build_parser
-from app.localgithub import FakeGitHub
+from app.demo.localgithub import FakeGitHub
 
 SHARED = ROOT.parent / "shared" / "fixtures" / "github"
 INCIDENT = ROOT / "examples" / "incident"

@@ -11,7 +11,7 @@ import pytest
 
 from app.analysis.policy import PolicyError, parse_policy
 from app.cli import main
-from app.localgithub import make_app_key
+from app.demo.localgithub import make_app_key
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "incident"

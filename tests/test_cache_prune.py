@@ -13,8 +13,8 @@ from pathlib import Path
 from huey import MemoryHuey
 
 from app.config import Settings
-from app.jobs import make_queue, prune_cache
-from app.services import Services
+from app.processes.task_queue import make_queue, prune_cache
+from app.service.services import Services
 
 MB = 1_000_000
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from app.cachedir import RECENT_SECONDS, cached_entry, format_size, parse_size, prune, use
+from app.trees.cachedir import RECENT_SECONDS, cached_entry, format_size, parse_size, prune, use
 
 MB = 1_000_000
 HOUR = 3600.0

@@ -18,7 +18,7 @@ import pytest
 from app.analysis.matrix import ScriptReport, build_matrix
 from app.analysis.model import Matrix, Suite
 from app.analysis.policy import Policy, RecordLaunches, load_policy
-from app.capture import capture_matrix, list_scripts
+from app.engine.matrix_capture import capture_matrix, list_scripts
 from app.sandbox.runner import SandboxRun, SandboxSpec, run_harness
 
 POLICIES = Path(__file__).resolve().parents[1] / "policies"

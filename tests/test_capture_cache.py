@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from app.analysis.policy import Policy, parse_policy
-from app.capture import capture_matrix
-from app.treehash import fingerprints, tree_digest
+from app.engine.matrix_capture import capture_matrix
+from app.trees.treehash import fingerprints, tree_digest
 
 POLICY = {
     "validation": {"paths": ["train.py"], "entry": "arguments:parse_args"},

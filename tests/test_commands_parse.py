@@ -1,10 +1,11 @@
-"""Parsing `/triage …` comment commands (app/commands.py): what counts, what is refused and why."""
+"""Parsing `/triage …` comment commands (app/triage/command_parser.py): what counts, what is refused and
+why."""
 
 from __future__ import annotations
 
 import pytest
 
-from app.commands import MAX_COMMANDS, Command, Invalid, parse_commands, parse_line
+from app.triage.command_parser import MAX_COMMANDS, Command, Invalid, parse_commands, parse_line
 
 
 @pytest.mark.parametrize(("line", "expected"), [

@@ -11,8 +11,8 @@ from app.analysis.diff import diff_trees
 from app.analysis.model import Matrix, Outcome, Suite, SuiteResult
 from app.analysis.policy import Policy, parse_policy
 from app.analysis.report import CheckReport
-from app.engine import AnalysisError, compare_trees, require_loadable, run_check
-from app.validate import collect_results, statement_starts, trace_lines
+from app.engine.check_steps import AnalysisError, compare_trees, require_loadable, run_check
+from app.engine.suite_validation import collect_results, statement_starts, trace_lines
 
 POLICY = parse_policy(yaml.safe_dump({
     "validation": {"paths": ["pkg/arguments.py", "train.py"], "entry": "pkg.arguments:parse_args"},

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from app.gitrepo import GitError, cached_tree, export_tree, github_slug, resolve
+from app.trees.gitrepo import GitError, cached_tree, export_tree, github_slug, resolve
 
 
 def git(repo: Path, *args: str) -> str:

@@ -23,7 +23,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.localgithub import make_app_key
+from app.demo.localgithub import make_app_key
 
 ROOT = Path(__file__).resolve().parents[1]
 # What a wheel is built from: the project's files, never what a developer's checkout has lying around.
@@ -34,7 +34,7 @@ CARRIED = ("app/bundled/migrations/env.py", "app/bundled/migrations/versions/000
            "app/bundled/examples/incident/base/arguments.py",
            "app/bundled/examples/incident/head/arguments.py",
            "app/dashboard/templates/base.html", "app/dashboard/static/dashboard.css",
-           "app/sandbox/harness/recbash.sh", "app/localgithub/webhooks/pull_request/opened.json",
+           "app/sandbox/harness/recbash.sh", "app/demo/localgithub/webhooks/pull_request/opened.json",
            "app/app.yml")
 
 

@@ -17,7 +17,7 @@ from harness_twin import job, results, run_sandboxed
 from app.analysis.matrix import ScriptReport, build_matrix
 from app.analysis.model import Outcome
 from app.analysis.policy import Policy, PythonDefinitions, builtin_policy, load_policy
-from app.capture import capture_matrix
+from app.engine.matrix_capture import capture_matrix
 
 POLICIES = Path(__file__).resolve().parents[1] / "policies"
 FEATURES = "tests.integration_tests.features:build_features_test_list"

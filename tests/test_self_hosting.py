@@ -15,7 +15,7 @@ import yaml
 from needs import tool
 
 from app.config import Settings
-from app.runtime import warn_if_key_exposed
+from app.processes.runtime import warn_if_key_exposed
 from app.webhooks.intake import MAX_BODY_BYTES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -91,11 +91,11 @@ def test_a_key_other_users_can_read_is_warned_about(tmp_path: Path, caplog: pyte
     key.write_text("-----BEGIN RSA PRIVATE KEY-----\n")
     settings = Settings(github_private_key_path=key)
     key.chmod(0o600)
-    with caplog.at_level(logging.WARNING, logger="app.runtime"):
+    with caplog.at_level(logging.WARNING, logger="app.processes.runtime"):
         warn_if_key_exposed(settings)
     assert caplog.records == []
     key.chmod(0o644)
-    with caplog.at_level(logging.WARNING, logger="app.runtime"):
+    with caplog.at_level(logging.WARNING, logger="app.processes.runtime"):
         warn_if_key_exposed(settings)
     [record] = caplog.records
     assert f"GITHUB_PRIVATE_KEY_PATH {key} has mode 0644" in record.getMessage()

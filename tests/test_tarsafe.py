@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from app.localgithub import entry, raw_tarball
-from app.tarsafe import ArchiveLimits, ArchiveRefused, extract_tree
+from app.demo.localgithub import entry, raw_tarball
+from app.trees.tarsafe import ArchiveLimits, ArchiveRefused, extract_tree
 
 TOP = "top"
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from app.tarsafe import ArchiveRefused, extract_tree
+from app.trees.tarsafe import ArchiveRefused, extract_tree
 
 MIB = 1024 * 1024
 HUGE = 256 * MIB

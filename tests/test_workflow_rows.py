@@ -24,7 +24,7 @@ from app.analysis.workflow_rows import (
     rows_from_workflow,
     script_path,
 )
-from app.capture import capture_matrix, list_rows
+from app.engine.matrix_capture import capture_matrix, list_rows
 
 POLICIES = Path(__file__).resolve().parents[1] / "policies"
 

@@ -6,7 +6,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.store.queries import close_window, window_with_events
 from app.store.session import session_scope
-from app.store.shapes import WindowDetail
+from app.store.shapes import RiskWindowDetailOut
 
 # The dashboard knows a token, not a GitHub login: the event says where the close came from.
 DASHBOARD_ACTOR = "dashboard"
@@ -16,7 +16,8 @@ class AlreadyClosed(Exception):
     """The window was closed before (its first reason stays)."""
 
 
-def close_from_dashboard(sessions: sessionmaker[Session], *, window_id: int, reason: str) -> WindowDetail:
+def close_from_dashboard(sessions: sessionmaker[Session], *, window_id: int,
+                         reason: str) -> RiskWindowDetailOut:
     """Close the window; LookupError when there is none, AlreadyClosed when it is not open."""
     with session_scope(sessions) as session:
         before = window_with_events(session, window_id=window_id)

@@ -8,15 +8,9 @@ from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request
 
 from app.dashboard.actions import AlreadyClosed, close_from_dashboard
 from app.dashboard.deps import ApiViewer, GateDep, ReadSession, SessionsDep, api_viewer
-from app.dashboard.schemas import (
-    CloseRequest,
-    ErrorOut,
-    RiskWindowDetailOut,
-    RiskWindowPage,
-    RunDetailOut,
-    RunPage,
-)
+from app.dashboard.schemas import CloseRequest, ErrorOut, RiskWindowPage, RunPage
 from app.store.queries import InvalidCursor, list_runs, list_windows, run_with_suites, window_with_events
+from app.store.shapes import RiskWindowDetailOut, RunDetailOut
 from app.store.window_views import StateFilter
 
 REPO_PATTERN = r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$"

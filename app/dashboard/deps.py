@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
 from app.dashboard.auth import SESSION_COOKIE, Gate, Viewer, is_loopback_client, is_loopback_host
-from app.services import Services
+from app.service.services import Services
 from app.store.session import session_scope
 
 NOT_LOOPBACK = ("no DASHBOARD_TOKEN is configured: the dashboard answers only on loopback "

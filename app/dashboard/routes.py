@@ -30,7 +30,7 @@ from app.store.queries import (
     windows_over_time,
 )
 from app.store.session import session_scope
-from app.store.shapes import WindowDetail
+from app.store.shapes import RiskWindowDetailOut
 from app.store.types import utcnow
 from app.store.window_views import StateFilter
 
@@ -142,7 +142,7 @@ def window_page(request: Request, viewer: PageViewer, session: ReadSession, wind
     return _window(request, viewer, detail)
 
 
-def _window(request: Request, viewer: Viewer, detail: WindowDetail, *, problem: str | None = None,
+def _window(request: Request, viewer: Viewer, detail: RiskWindowDetailOut, *, problem: str | None = None,
             status_code: int = 200) -> Response:
     return render(request, "window.html", {"window": detail, "csrf": viewer.csrf, "problem": problem},
                   viewer=viewer, status_code=status_code)

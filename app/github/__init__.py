@@ -7,7 +7,7 @@
     create_check_run / complete_check_run / cancel_check_run   (checks.py; buttons: CheckAction)
 """
 
-from app.github.auth import GitHubApp
+from app.github.app_auth import GitHubApp
 from app.github.checks import (
     Annotation,
     Button,
@@ -19,8 +19,8 @@ from app.github.checks import (
 from app.github.client import GitHubClient
 from app.github.comments import STICKY_MARKER, post_reply, reply_marker, upsert_sticky_comment
 from app.github.errors import GitHubError, NotFound, RateLimited, TarballRefused, Unconfirmed
+from app.github.github_models import CheckRunInfo, CommentInfo, CommitInfo, IssueInfo, PullInfo, RateLimit
 from app.github.metrics import METRICS, GitHubMetrics
-from app.github.models import CheckRunInfo, CommentInfo, CommitInfo, IssueInfo, PullInfo, RateLimit
 from app.github.retry import RetryPolicy
 from app.github.sources import TreeLimits, download_tree
 

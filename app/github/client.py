@@ -10,9 +10,9 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
-from app.github.auth import GitHubApp
+from app.github.app_auth import GitHubApp
 from app.github.errors import GitHubError, NotFound
-from app.github.models import (
+from app.github.github_models import (
     ChangedFile,
     CheckRunInfo,
     CommentInfo,

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from typing import Literal
 
 from app.github.client import GitHubClient
-from app.github.models import CommentInfo
+from app.github.github_models import CommentInfo
 
 log = logging.getLogger(__name__)
 

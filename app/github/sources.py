@@ -1,6 +1,6 @@
 """Source trees of commits from GitHub's tarballs: streamed to disk with httpx, unpacked with every entry
-checked first (size, count, traversal, links, devices: app/tarsafe.py), cached by sha and renamed into place
-whole (app/cachedir.py)."""
+checked first (size, count, traversal, links, devices: app/trees/tarsafe.py), cached by sha and renamed into
+place whole (app/trees/cachedir.py)."""
 
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ from typing import IO
 
 import httpx
 
-from app.cachedir import cached_entry, use
 from app.github import logsafe
 from app.github.client import GitHubClient
 from app.github.errors import GitHubError, TarballRefused
 from app.github.retry import AttemptFailed
-from app.tarsafe import ArchiveLimits, ArchiveRefused, extract_tree
+from app.trees.cachedir import cached_entry, use
+from app.trees.tarsafe import ArchiveLimits, ArchiveRefused, extract_tree
 
 log = logging.getLogger(__name__)
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, cast
 
-from sqlalchemy import select
+from sqlalchemy import Table, select
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -29,6 +31,18 @@ def record_delivery(session: Session, *, guid: str, event: str, action: str | No
             raise  # some other constraint: a bug, not a duplicate
         return False
     return True
+
+
+def record_new_deliveries(session: Session, rows: Sequence[dict[str, Any]]) -> set[str]:
+    """Insert the deliveries whose GUID is not stored yet, in one statement; the GUIDs inserted. For the
+    intake's group commit (app/webhooks/batching.py); record_delivery does one row per transaction."""
+    if not rows:
+        return set()
+    dialect = session.get_bind().dialect.name
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    table = cast(Table, Delivery.__table__)
+    statement = insert(table).on_conflict_do_nothing(index_elements=["guid"]).returning(table.c.guid)
+    return set(session.connection().execute(statement, list(rows)).scalars())
 
 
 def get_delivery(session: Session, *, guid: str) -> Delivery | None:

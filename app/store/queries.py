@@ -7,8 +7,17 @@ The functions live in small modules by concern; import them from here. None comm
 from __future__ import annotations
 
 from app.store.cursor import InvalidCursor
-from app.store.deliveries import get_delivery, mark_delivery, record_delivery
-from app.store.repos import get_pull_request, upsert_installation, upsert_pull_request, upsert_repository
+from app.store.deliveries import get_delivery, mark_delivery, record_delivery, record_new_deliveries
+from app.store.repos import (
+    get_pull_request,
+    has_installation,
+    open_pull_numbers_at,
+    pull_request_by_id,
+    pull_request_head,
+    upsert_installation,
+    upsert_pull_request,
+    upsert_repository,
+)
 from app.store.run_views import list_runs, run_with_suites
 from app.store.runs import (
     StartedRun,
@@ -16,9 +25,11 @@ from app.store.runs import (
     acknowledge_run,
     fail_run,
     finish_run,
+    get_run,
     is_current,
     latest_run,
     mark_running,
+    pull_request_of_run,
     run_for_check_run,
     start_run,
 )
@@ -27,6 +38,7 @@ from app.store.windows import (
     add_window_event,
     awaited_references,
     close_window,
+    closing_references,
     open_window,
     resolve_reference,
     upsert_reference,
@@ -42,18 +54,26 @@ __all__ = [
     "add_window_event",
     "awaited_references",
     "close_window",
+    "closing_references",
     "fail_run",
     "finish_run",
     "get_delivery",
     "get_pull_request",
+    "get_run",
+    "has_installation",
     "is_current",
     "latest_run",
     "list_runs",
     "list_windows",
     "mark_delivery",
     "mark_running",
+    "open_pull_numbers_at",
     "open_window",
+    "pull_request_by_id",
+    "pull_request_head",
+    "pull_request_of_run",
     "record_delivery",
+    "record_new_deliveries",
     "resolve_reference",
     "run_for_check_run",
     "run_with_suites",

@@ -71,6 +71,26 @@ def upsert_pull_request(session: Session, *, repository_id: int, number: int, ti
     return reload(session, PullRequest, repository_id=repository_id, number=number)
 
 
+def has_installation(session: Session, *, installation_id: int) -> bool:
+    return session.get(Installation, installation_id) is not None
+
+
+def pull_request_by_id(session: Session, *, pr_id: int) -> PullRequest | None:
+    return session.get(PullRequest, pr_id)
+
+
+def pull_request_head(session: Session, *, pr_id: int) -> str:
+    """The head sha the PR's row holds now (a newer push may have moved it since a run started)."""
+    return session.scalars(select(PullRequest.head_sha).where(PullRequest.id == pr_id)).one()
+
+
+def open_pull_numbers_at(session: Session, *, repository_id: int, head_sha: str) -> list[int]:
+    """The numbers of the repository's open PRs whose head is HEAD_SHA (a fork's check suite lists none)."""
+    query = select(PullRequest.number).join(Repository).where(
+        Repository.id == repository_id, PullRequest.head_sha == head_sha, PullRequest.state == "open")
+    return list(session.scalars(query))
+
+
 def get_pull_request(session: Session, *, repo: str, number: int) -> PullRequest | None:
     """The PR `number` of the repository named `owner/name`."""
     return session.scalars(select(PullRequest).join(Repository)

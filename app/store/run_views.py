@@ -9,12 +9,12 @@ from sqlalchemy.orm import Session
 
 from app.store.models import Finding, PullRequest, Repository, SuiteOutcome, TriageRun
 from app.store.pages import after, next_cursor, page_size, repository_ids
-from app.store.shapes import EventView, FindingView, RunDetail, RunView, SuiteView
+from app.store.shapes import EventOut, FindingOut, RunDetailOut, RunOut, SuiteOut, outcome_out
 from app.store.window_views import pull_request_view
 
 
 def list_runs(session: Session, *, repo: str | None = None, pr: int | None = None, cursor: str | None = None,
-              limit: int = 50) -> tuple[list[RunView], str | None]:
+              limit: int = 50) -> tuple[list[RunOut], str | None]:
     """Triage runs newest first, with their findings, and the cursor of the next page (None on the last)."""
     size = page_size(limit)
     query = _runs_query()
@@ -33,7 +33,7 @@ def list_runs(session: Session, *, repo: str | None = None, pr: int | None = Non
     return items, next_cursor(rows, size, last.created_at, last.id) if last else None
 
 
-def run_with_suites(session: Session, *, run_id: int) -> RunDetail | None:
+def run_with_suites(session: Session, *, run_id: int) -> RunDetailOut | None:
     """One run as in the list, plus its report summary, timing and every suite's base and head outcome."""
     row = session.execute(_runs_query().where(TriageRun.id == run_id)).first()
     if row is None:
@@ -42,10 +42,10 @@ def run_with_suites(session: Session, *, run_id: int) -> RunDetail | None:
     suites = session.scalars(select(SuiteOutcome).where(SuiteOutcome.run_id == run_id)
                              .order_by(SuiteOutcome.id))
     view = _run_view(run, pull, name, _findings(session, [run_id])[run_id])
-    events = [EventView(at=event.at, actor=event.actor, what=event.what) for event in run.events]
-    return RunDetail(**view, summary=run.summary, timing=run.timing, suites=[_suite_view(s) for s in suites],
-                     acknowledged_by=run.acknowledged_by, ack_reason=run.ack_reason,
-                     acknowledged_at=run.acknowledged_at, events=events)
+    events = [EventOut(at=event.at, actor=event.actor, what=event.what) for event in run.events]
+    return RunDetailOut(**view, summary=run.summary, timing=run.timing,
+                        suites=[_suite_view(s) for s in suites], acknowledged_by=run.acknowledged_by,
+                        ack_reason=run.ack_reason, acknowledged_at=run.acknowledged_at, events=events)
 
 
 def _runs_query() -> Select[TriageRun, PullRequest, str]:
@@ -54,7 +54,7 @@ def _runs_query() -> Select[TriageRun, PullRequest, str]:
             .join(Repository, Repository.id == PullRequest.repository_id))
 
 
-def _run_view(run: TriageRun, pr: PullRequest, repo: str, findings: list[FindingView]) -> RunView:
+def _run_view(run: TriageRun, pr: PullRequest, repo: str, findings: list[FindingOut]) -> RunOut:
     return {"id": run.id, "repo": repo, "pr": pull_request_view(pr), "head_sha": run.head_sha,
             "base_sha": run.base_sha, "status": run.status, "conclusion": run.conclusion,
             "check_run_id": run.check_run_id, "superseded_by": run.superseded_by, "error": run.error,
@@ -62,9 +62,9 @@ def _run_view(run: TriageRun, pr: PullRequest, repo: str, findings: list[Finding
             "findings": findings}
 
 
-def _findings(session: Session, run_ids: list[int]) -> defaultdict[int, list[FindingView]]:
+def _findings(session: Session, run_ids: list[int]) -> defaultdict[int, list[FindingOut]]:
     """The findings of each run, in one query for the whole page."""
-    found: defaultdict[int, list[FindingView]] = defaultdict(list)
+    found: defaultdict[int, list[FindingOut]] = defaultdict(list)
     if run_ids:
         query = select(Finding).where(Finding.run_id.in_(run_ids)).order_by(Finding.id)
         for finding in session.scalars(query):
@@ -72,13 +72,13 @@ def _findings(session: Session, run_ids: list[int]) -> defaultdict[int, list[Fin
     return found
 
 
-def _finding_view(finding: Finding) -> FindingView:
+def _finding_view(finding: Finding) -> FindingOut:
     return {"id": finding.id, "kind": finding.kind, "severity": finding.severity, "path": finding.path,
             "line": finding.line, "in_diff": finding.in_diff, "message": finding.message,
             "suites": finding.suites, "scripts": finding.scripts, "acknowledged_by": finding.acknowledged_by,
             "ack_reason": finding.ack_reason, "acknowledged_at": finding.acknowledged_at}
 
 
-def _suite_view(suite: SuiteOutcome) -> SuiteView:
-    return {"id": suite.suite_id, "script": suite.script, "argv": suite.argv, "base": suite.base,
-            "head": suite.head}
+def _suite_view(suite: SuiteOutcome) -> SuiteOut:
+    return {"id": suite.suite_id, "script": suite.script, "argv": suite.argv, "base": outcome_out(suite.base),
+            "head": outcome_out(suite.head)}

@@ -126,6 +126,14 @@ def add_run_event(session: Session, *, run_id: int, actor: str, what: str,
     session.add(RunEvent(run_id=run_id, actor=actor, what=what, at=at or utcnow()))
 
 
+def get_run(session: Session, *, run_id: int) -> TriageRun | None:
+    return session.get(TriageRun, run_id)
+
+
+def pull_request_of_run(session: Session, *, run_id: int) -> int:
+    return int(session.scalars(select(TriageRun.pull_request_id).where(TriageRun.id == run_id)).one())
+
+
 def latest_run(session: Session, *, pr_id: int) -> TriageRun | None:
     return session.scalars(select(TriageRun).where(TriageRun.pull_request_id == pr_id)
                            .order_by(TriageRun.id.desc()).limit(1)).first()

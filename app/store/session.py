@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -71,6 +71,11 @@ def _sqlite_on_begin(connection: Any) -> None:
 def session_factory(engine: Engine) -> sessionmaker[Session]:
     # Objects stay readable after commit: callers hand them to reporting once the transaction is done.
     return sessionmaker(engine, expire_on_commit=False)
+
+
+def ping(session: Session) -> None:
+    """A round trip to the database; raises when it does not answer (the health check)."""
+    session.execute(text("SELECT 1"))
 
 
 @contextmanager

@@ -1,55 +1,71 @@
-"""The shapes the queries return: INTERFACES.md's dashboard JSON, with datetimes left for the route to format.
+"""The dashboard's JSON (INTERFACES.md, "Dashboard and its API"), defined once: what the store's views return
+and what the API answers with (its response models, so the OpenAPI schema documents them).
 
-Datetimes are aware UTC `datetime`s: the JSON route writes them as ISO 8601, pages compute ages from them.
+TypedDicts that pydantic reads as models: the store builds plain dicts with aware UTC `datetime`s (pages
+compute ages from them); the API writes them as ISO 8601. The names are the API schema's names.
 """
 
 from __future__ import annotations
 
 from datetime import date, datetime
-from typing import Any, TypedDict
+from typing import Annotated, Any, Literal, NotRequired
+
+from pydantic import ConfigDict, Field, with_config
+from typing_extensions import TypedDict  # pydantic reads typing.TypedDict only from Python 3.12
+
+CLOSED = ConfigDict(extra="forbid")
 
 
-class PullRequestView(TypedDict):
+@with_config(CLOSED)
+class PullRequestOut(TypedDict):
     number: int
-    title: str
+    title: Annotated[str, Field(description="Private repositories' titles are why the dashboard needs a "
+                                            "token.")]
     url: str
     author: str
     merged_at: datetime | None
 
 
-class AwaitedView(TypedDict):
-    ref: str  # owner/repo#N
-    kind: str  # followup | prerequisite (the kinds a window awaits)
-    state: str | None  # None until first resolved
+@with_config(CLOSED)
+class AwaitedOut(TypedDict):
+    ref: Annotated[str, Field(description="owner/repo#N", examples=["radixark/miles#2204"])]
+    kind: Literal["followup", "prerequisite"]  # the kinds a window awaits
+    state: Annotated[str | None, Field(description="open, draft, merged, closed_unmerged, not_found, "
+                                                   "no_access, completed, not_planned; null until first "
+                                                   "resolved")]
     url: str | None
 
 
-class WindowView(TypedDict):
+@with_config(CLOSED)
+class RiskWindowOut(TypedDict):
     id: int
-    repo: str
-    pr: PullRequestView
-    awaiting: list[AwaitedView]
-    state: str
+    repo: Annotated[str, Field(description="owner/name")]
+    pr: PullRequestOut
+    awaiting: list[AwaitedOut]
+    state: Literal["open", "closed"]
     opened_at: datetime
     closed_at: datetime | None
     close_reason: str | None
-    risk: str
+    risk: Annotated[str, Field(description="The sentence of the PR that states the risk.")]
 
 
-class EventView(TypedDict):
+@with_config(CLOSED)
+class EventOut(TypedDict):
     at: datetime
     actor: str
     what: str
 
 
-class WindowDetail(WindowView):
-    events: list[EventView]
+@with_config(CLOSED)
+class RiskWindowDetailOut(RiskWindowOut):
+    events: list[EventOut]
 
 
-class FindingView(TypedDict):
+@with_config(CLOSED)
+class FindingOut(TypedDict):
     id: int
     kind: str
-    severity: str
+    severity: Literal["blocking", "warning", "info"]
     path: str | None
     line: int | None
     in_diff: bool
@@ -61,39 +77,55 @@ class FindingView(TypedDict):
     acknowledged_at: datetime | None
 
 
-class RunView(TypedDict):
+@with_config(CLOSED)
+class RunOut(TypedDict):
     id: int
     repo: str
-    pr: PullRequestView
+    pr: PullRequestOut
     head_sha: str
     base_sha: str
-    status: str
-    conclusion: str | None
+    status: Annotated[str, Field(description="queued, running, completed, superseded, failed")]
+    conclusion: Annotated[str | None, Field(description="success, failure, neutral, cancelled, "
+                                                        "action_required")]
     check_run_id: int | None
     superseded_by: str | None
     error: str | None
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
-    findings: list[FindingView]
+    findings: list[FindingOut]
 
 
-class SuiteView(TypedDict):
+# A suite's outcome at one revision (`Outcome.to_json()`); the store fills in the keys an older row lacks, as
+# null. Open to keys a later version adds (extra="ignore"), as the API has always been.
+@with_config(ConfigDict(extra="ignore"))
+class OutcomeOut(TypedDict):
+    outcome: Annotated[str, Field(description="accepted, rejected or error")]
+    exception: NotRequired[str | None]
+    message: NotRequired[str | None]
+    path: NotRequired[str | None]
+    line: NotRequired[int | None]
+
+
+@with_config(CLOSED)
+class SuiteOut(TypedDict):
     id: str
     script: str
     argv: list[str]
-    base: dict[str, Any] | None  # Outcome.to_json(): outcome, exception, message, path, line
-    head: dict[str, Any] | None
+    base: Annotated[OutcomeOut | None, Field(description="null when the suite was not run at base")]
+    head: OutcomeOut | None
 
 
-class RunDetail(RunView):
+@with_config(CLOSED)
+class RunDetailOut(RunOut):
     summary: dict[str, Any] | None
     timing: dict[str, Any] | None
-    suites: list[SuiteView]
-    acknowledged_by: str | None  # `/triage ack` of a run that could not conclude
+    suites: list[SuiteOut]
+    acknowledged_by: Annotated[str | None, Field(description="Who let a run that could not conclude through "
+                                                             "(`/triage ack`); null otherwise.")]
     ack_reason: str | None
     acknowledged_at: datetime | None
-    events: list[EventView]
+    events: list[EventOut]
 
 
 class DayCount(TypedDict):
@@ -104,3 +136,11 @@ class DayCount(TypedDict):
 class AgeBucket(TypedDict):
     label: str  # e.g. "1-7 days"
     count: int
+
+
+def outcome_out(stored: dict[str, Any] | None) -> OutcomeOut | None:
+    """A stored outcome with every key of the contract (null where an older row has none)."""
+    if stored is None:
+        return None
+    return {"outcome": str(stored["outcome"]), "exception": stored.get("exception"),
+            "message": stored.get("message"), "path": stored.get("path"), "line": stored.get("line")}

@@ -12,7 +12,14 @@ from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from app.store.models import PullRequest, Reference, Repository, RiskWindow, WindowEvent, window_awaits
 from app.store.pages import after, next_cursor, page_size, repository_ids
-from app.store.shapes import AgeBucket, AwaitedView, DayCount, PullRequestView, WindowDetail, WindowView
+from app.store.shapes import (
+    AgeBucket,
+    AwaitedOut,
+    DayCount,
+    PullRequestOut,
+    RiskWindowDetailOut,
+    RiskWindowOut,
+)
 from app.store.types import utcnow
 
 StateFilter = Literal["open", "closed", "all"]
@@ -22,7 +29,7 @@ AGE_BUCKETS = ((0, 1, "under 1 day"), (1, 7, "1-7 days"), (7, 30, "7-30 days"), 
 
 
 def list_windows(session: Session, *, state: StateFilter = "open", repo: str | None = None,
-                 cursor: str | None = None, limit: int = 50) -> tuple[list[WindowView], str | None]:
+                 cursor: str | None = None, limit: int = 50) -> tuple[list[RiskWindowOut], str | None]:
     """Risk windows oldest first, and the cursor of the next page (None on the last).
 
     A cursor stays valid while windows open and close: a page never repeats or skips a window that
@@ -44,7 +51,7 @@ def list_windows(session: Session, *, state: StateFilter = "open", repo: str | N
     return items, next_cursor(rows, size, last.opened_at, last.id) if last else None
 
 
-def window_with_events(session: Session, *, window_id: int) -> WindowDetail | None:
+def window_with_events(session: Session, *, window_id: int) -> RiskWindowDetailOut | None:
     """One window as in the list, plus its events in order."""
     row = session.execute(_windows_query().where(RiskWindow.id == window_id)).first()
     if row is None:
@@ -53,7 +60,8 @@ def window_with_events(session: Session, *, window_id: int) -> WindowDetail | No
     events = session.scalars(select(WindowEvent).where(WindowEvent.window_id == window_id)
                              .order_by(WindowEvent.at, WindowEvent.id))
     view = _window_view(window, pr, name, _awaiting(session, [window_id])[window_id])
-    return WindowDetail(**view, events=[{"at": e.at, "actor": e.actor, "what": e.what} for e in events])
+    return RiskWindowDetailOut(**view,
+                               events=[{"at": e.at, "actor": e.actor, "what": e.what} for e in events])
 
 
 def windows_over_time(session: Session, *, start: date, end: date, repo: str | None = None) -> list[DayCount]:
@@ -93,7 +101,7 @@ def window_ages(session: Session, *, repo: str | None = None, now: datetime | No
     return [AgeBucket(label=label, count=int(n)) for (_, _, label), n in zip(AGE_BUCKETS, row, strict=True)]
 
 
-def pull_request_view(pr: PullRequest) -> PullRequestView:
+def pull_request_view(pr: PullRequest) -> PullRequestOut:
     return {"number": pr.number, "title": pr.title, "url": pr.url, "author": pr.author,
             "merged_at": pr.merged_at}
 
@@ -104,15 +112,15 @@ def _windows_query() -> Select[RiskWindow, PullRequest, str]:
             .join(Repository, Repository.id == RiskWindow.repository_id))
 
 
-def _window_view(window: RiskWindow, pr: PullRequest, repo: str, awaiting: list[AwaitedView]) -> WindowView:
+def _window_view(window: RiskWindow, pr: PullRequest, repo: str, awaiting: list[AwaitedOut]) -> RiskWindowOut:
     return {"id": window.id, "repo": repo, "pr": pull_request_view(pr), "awaiting": awaiting,
             "state": window.state, "opened_at": window.opened_at, "closed_at": window.closed_at,
             "close_reason": window.close_reason, "risk": window.risk}
 
 
-def _awaiting(session: Session, window_ids: list[int]) -> defaultdict[int, list[AwaitedView]]:
+def _awaiting(session: Session, window_ids: list[int]) -> defaultdict[int, list[AwaitedOut]]:
     """What each window awaits, in one query for the whole page."""
-    found: defaultdict[int, list[AwaitedView]] = defaultdict(list)
+    found: defaultdict[int, list[AwaitedOut]] = defaultdict(list)
     if not window_ids:
         return found
     rows = session.execute(select(window_awaits.c.window_id, Reference)

@@ -121,6 +121,12 @@ def windows_of_pull_request(session: Session, *, pr_id: int) -> list[RiskWindow]
                                 .order_by(RiskWindow.opened_at, RiskWindow.id)))
 
 
+def closing_references(session: Session, *, pr_id: int) -> list[Reference]:
+    """The issues and PRs the PR says it closes (`Fixes #N`)."""
+    return list(session.scalars(select(Reference).where(Reference.pull_request_id == pr_id,
+                                                        Reference.kind == "closes")))
+
+
 def _windows_awaiting_ids(session: Session, reference_ids: Iterable[int],
                           state: WindowState) -> list[RiskWindow]:
     ids = list(reference_ids)

@@ -2,8 +2,9 @@
 one transaction, so the database's single writer (SQLite) costs one commit per group, not one per
 delivery, and no request waits in SQLite's busy handler. A delivery is answered once its group committed.
 
-The store adapter `record_new_deliveries` is one INSERT … ON CONFLICT (guid) DO NOTHING RETURNING guid for
-the whole group: the unique constraint still decides which delivery is new, also against other processes.
+The store's `record_new_deliveries` (app/store/deliveries.py) is one INSERT … ON CONFLICT (guid) DO NOTHING
+RETURNING guid for the whole group: the unique constraint still decides which delivery is new, also against
+other processes.
 """
 
 from __future__ import annotations
@@ -15,29 +16,11 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
-
-from sqlalchemy import Table
-from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.orm import Session
-
-from app.store.models import Delivery
+from typing import Any
 
 log = logging.getLogger(__name__)
 
 MAX_GROUP = 256
-
-
-def record_new_deliveries(session: Session, rows: Sequence[dict[str, Any]]) -> set[str]:
-    """Insert the deliveries whose GUID is not stored yet; the GUIDs inserted. (A candidate for
-    app/store/deliveries.py, beside record_delivery, which does one row per transaction.)"""
-    if not rows:
-        return set()
-    dialect = session.get_bind().dialect.name
-    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    table = cast(Table, Delivery.__table__)
-    statement = insert(table).on_conflict_do_nothing(index_elements=["guid"]).returning(table.c.guid)
-    return set(session.connection().execute(statement, list(rows)).scalars())
 
 
 @dataclass

@@ -2,25 +2,26 @@
 
 from __future__ import annotations
 
+from app.triage.job_payloads import InstallationJob, InstallationState, RepositoryRef
 from app.webhooks.payloads import InstallationEvent, Repository
 from app.webhooks.router import Decision, Job, Router
 
 router = Router()
 
-STATES = {"created": "active", "unsuspend": "active", "new_permissions_accepted": "active",
-          "suspend": "suspended", "deleted": "deleted"}
+STATES: dict[str, InstallationState] = {
+    "created": "active", "unsuspend": "active", "new_permissions_accepted": "active", "suspend": "suspended",
+    "deleted": "deleted"}
 
 
-def _repositories(listed: list[Repository] | None) -> list[dict[str, object]]:
-    return [repo.job_data() for repo in listed or []]
+def _repositories(listed: list[Repository] | None) -> tuple[RepositoryRef, ...]:
+    return tuple(repo.ref() for repo in listed or [])
 
 
-def _installation(event: InstallationEvent, state: str, added: list[Repository] | None,
+def _installation(event: InstallationEvent, state: InstallationState, added: list[Repository] | None,
                   removed: list[Repository] | None) -> Job:
     account = event.installation.account
-    return Job("installation", event.installation.id, {
-        "account": {"login": account.login or "ghost", "type": account.type},
-        "state": state, "added": _repositories(added), "removed": _repositories(removed)})
+    return Job.of(InstallationJob(event.installation.id, account.login or "ghost", account.type, state,
+                                  _repositories(added), _repositories(removed)))
 
 
 @router.register("installation", model=InstallationEvent)

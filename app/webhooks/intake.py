@@ -28,9 +28,10 @@ from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session
 
-from app.metrics import ServiceMetrics
+from app.service.prometheus import ServiceMetrics
+from app.store.queries import record_new_deliveries
 from app.store.types import utcnow
-from app.webhooks.batching import GroupCommit, record_new_deliveries
+from app.webhooks.batching import GroupCommit
 from app.webhooks.payloads import Envelope
 from app.webhooks.router import Ignored, Job, PayloadError, Router, validate
 

@@ -7,6 +7,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from app.triage.job_payloads import RepositoryRef
+
 BIGINT_MAX = 2**63 - 1  # ids are BigInteger columns
 INTEGER_MAX = 2**31 - 1  # pull request numbers are Integer columns
 COMMENT_CHARS = 65536  # GitHub's limit on a comment's body
@@ -53,8 +55,8 @@ class Repository(Model):
     full_name: Name
     private: bool = False
 
-    def job_data(self) -> dict[str, Any]:
-        return {"id": self.id, "full_name": self.full_name, "private": self.private}
+    def ref(self) -> RepositoryRef:
+        return RepositoryRef(self.id, self.full_name, self.private)
 
 
 class Head(Model):

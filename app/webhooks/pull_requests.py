@@ -1,8 +1,9 @@
 """Pull request events: a change to what the PR would merge asks for a triage of its head; a close is
-recorded, and a merge opens and closes risk windows (app/windows.py)."""
+recorded, and a merge opens and closes risk windows (app/triage/risk_windows.py)."""
 
 from __future__ import annotations
 
+from app.triage.job_payloads import ClosedJob, TriageJob
 from app.webhooks.payloads import PullRequestEvent
 from app.webhooks.router import Decision, Ignored, Job, Router
 
@@ -16,9 +17,8 @@ EDITS_THAT_MATTER = ("body", "base")
 
 
 def _triage(event: PullRequestEvent, reason: str) -> Job:
-    return Job("triage", event.installation_id, {
-        "repository": event.repository.job_data(), "numbers": [event.pull_request.number],
-        "head_sha": event.pull_request.head.sha, "reason": reason})
+    return Job.of(TriageJob(event.installation_id, event.repository.ref(), (event.pull_request.number,),
+                            event.pull_request.head.sha, reason))
 
 
 @router.register("pull_request", *CHANGES_HEAD, model=PullRequestEvent)
@@ -39,6 +39,5 @@ def record_close(event: PullRequestEvent) -> Decision:
     pull = event.pull_request
     # who merged it is the actor of the risk-window changes the merge makes
     merger = pull.merged_by or event.sender
-    return Job("pull_request_closed", event.installation_id, {
-        "repository": event.repository.job_data(), "number": pull.number, "merged": bool(pull.merged),
-        "actor": (merger.login if merger else None) or "prtriage"})
+    return Job.of(ClosedJob(event.installation_id, event.repository.ref(), pull.number, bool(pull.merged),
+                            (merger.login if merger else None) or "prtriage"))

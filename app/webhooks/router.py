@@ -2,32 +2,37 @@
 its own Router; the intake combines the routers (as gidgethub's routing does).
 
 A handler reads the verified payload as the typed model it registered with (app/webhooks/payloads.py) and says
-what to do with it, without any I/O: queue a Job (its data is stored as the delivery's payload summary, and
-the worker runs it) or ignore the delivery with a reason.
+what to do with it, without any I/O: queue a Job (one of the typed payloads of app/triage/job_payloads.py,
+stored as the delivery's payload summary; the worker runs it) or ignore the delivery with a reason.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
+from app.triage.job_payloads import JobKind, JobPayload
 from app.webhooks.payloads import Envelope, describe
 
-JobKind = Literal["triage", "pull_request_closed", "installation", "command"]
 Payload = Mapping[str, Any]
 E = TypeVar("E", bound=Envelope)
 
 
 @dataclass(frozen=True)
 class Job:
-    """Work for the queue: KIND names the pipeline step, DATA (plain JSON) is all it needs."""
+    """Work for the queue: KIND names the job, DATA (plain JSON) is all it needs. Handlers make it from a
+    typed payload (`Job.of`), which the delivery's job reads back from the summary."""
 
     kind: JobKind
     installation_id: int | None
     data: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, payload: JobPayload) -> Job:
+        return cls(payload.KIND, payload.installation_id, payload.data())
 
     def summary(self) -> dict[str, Any]:
         return {"job": self.kind, "installation_id": self.installation_id, **self.data}

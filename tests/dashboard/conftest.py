@@ -20,7 +20,7 @@ from store.databases import PostgresDatabases
 
 from app import dashboard
 from app.config import Settings
-from app.services import Services
+from app.service.services import Services
 from app.store.migrate import upgrade
 from app.store.session import make_engine, session_scope
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from app.config import Settings
 from app.dashboard.apidocs import schema_text
-from app.main import create_app
+from app.processes.webapp import create_app
 
 from .conftest import ELSEWHERE, Client
 from .html import parse

@@ -1,1 +1,1 @@
-"""Pytest fixtures of the local GitHub (app/localgithub) for the tests that talk to GitHub."""
+"""Pytest fixtures of the local GitHub (app/demo/localgithub) for the tests that talk to GitHub."""

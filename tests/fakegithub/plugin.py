@@ -6,8 +6,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from app.localgithub.keys import AppKey, make_app_key
-from app.localgithub.server import FakeGitHub
+from app.demo.localgithub.keys import AppKey, make_app_key
+from app.demo.localgithub.server import FakeGitHub
 
 
 @pytest.fixture(scope="session")

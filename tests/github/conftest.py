@@ -11,8 +11,8 @@ from collections.abc import Iterator
 import pytest
 from fakegithub.plugin import fake_github, fake_github_factory, github_app_key
 
+from app.demo.localgithub import AppKey, FakeGitHub
 from app.github import GitHubApp, GitHubClient, GitHubMetrics, RetryPolicy
-from app.localgithub import AppKey, FakeGitHub
 
 __all__ = ["fake_github", "fake_github_factory", "github_app_key"]  # fixtures, used by name
 

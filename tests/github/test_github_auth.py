@@ -12,9 +12,9 @@ import jwt
 import pytest
 
 from app.config import ConfigError, Settings
+from app.demo.localgithub import FakeGitHub, make_app_key
 from app.github import GitHubApp, GitHubClient, GitHubError, NotFound, RetryPolicy, download_tree
-from app.github.auth import InstallationToken
-from app.localgithub import FakeGitHub, make_app_key
+from app.github.app_auth import InstallationToken
 
 TOKEN_ROUTE = r"/app/installations/7/access_tokens"
 HEAD, BASE = "a" * 40, "b" * 40

@@ -8,6 +8,8 @@ import json
 
 import pytest
 
+from app.demo.localgithub import FakeGitHub
+from app.demo.localgithub.rest_shapes import REST
 from app.github import (
     Annotation,
     CheckAction,
@@ -18,8 +20,6 @@ from app.github import (
     create_check_run,
 )
 from app.github.checks import OUTPUT_LIMIT
-from app.localgithub import FakeGitHub
-from app.localgithub.shapes import REST
 
 HEAD = "a" * 40
 RUN = r"/repos/octo/widgets/check-runs/\d+"

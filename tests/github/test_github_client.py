@@ -8,6 +8,8 @@ from datetime import datetime
 
 import pytest
 
+from app.demo.localgithub import FakeGitHub
+from app.demo.localgithub.rest_shapes import REST
 from app.github import (
     CommentInfo,
     CommitInfo,
@@ -19,8 +21,6 @@ from app.github import (
     RetryPolicy,
 )
 from app.github.client import TokenClient, decode_content
-from app.localgithub import FakeGitHub
-from app.localgithub.shapes import REST
 
 HEAD, BASE = "a" * 40, "b" * 40
 INSTALLATION = 7  # the fixtures' installation of octo/widgets

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from app.demo.localgithub import FakeGitHub
 from app.github import (
     STICKY_MARKER,
     GitHubClient,
@@ -15,7 +16,6 @@ from app.github import (
     upsert_sticky_comment,
 )
 from app.github.comments import COMMENT_LIMIT, fit_comment, sticky_body
-from app.localgithub import FakeGitHub
 
 HEAD, BASE = "a" * 40, "b" * 40
 BOT = "prtriage-test[bot]"

@@ -12,8 +12,9 @@ from app.analysis.followup_findings import Resolution, followup_findings
 from app.analysis.followups import find_references
 from app.analysis.policy import Followups
 from app.analysis.references import Text, pull_texts
+from app.demo.localgithub import AppKey, FakeGitHub
 from app.github import GitHubApp, GitHubClient, GitHubError, RetryPolicy
-from app.github.references import (
+from app.github.reference_states import (
     ResolutionCache,
     pull_of_commit,
     resolve_reference,
@@ -21,7 +22,6 @@ from app.github.references import (
     web_host,
     with_commits_resolved,
 )
-from app.localgithub import AppKey, FakeGitHub
 
 HEAD, BASE = "a" * 40, "b" * 40
 MERGED_AT = "2026-01-02T03:04:05Z"

@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from app.demo.localgithub import FakeGitHub
 from app.github import (
     GitHubApp,
     GitHubClient,
@@ -17,7 +18,6 @@ from app.github import (
     Unconfirmed,
 )
 from app.github.retry import AttemptFailed, Wait, rate_limit_wait
-from app.localgithub import FakeGitHub
 
 HEAD, BASE = "a" * 40, "b" * 40
 PULL = r"/repos/octo/widgets/pulls/5"

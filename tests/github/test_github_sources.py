@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from app.demo.localgithub import FakeGitHub, entry, raw_tarball
 from app.github import GitHubClient, NotFound, TarballRefused, TreeLimits, download_tree
-from app.localgithub import FakeGitHub, entry, raw_tarball
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 TOP = f"octo-widgets-{SHA[:7]}"

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from needs import shared
 
-from app.localgithub import deliveries, shapes
+from app.demo.localgithub import hook_deliveries as deliveries
+from app.demo.localgithub import rest_shapes as shapes
 
 TESTS_WEBHOOKS = Path(__file__).resolve().parents[1] / "fixtures" / "github" / "webhooks"
 

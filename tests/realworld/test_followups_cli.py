@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from app.localgithub import FakeGitHub
+from app.demo.localgithub import FakeGitHub
 
 from .conftest import PROJECT
 

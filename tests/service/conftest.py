@@ -31,15 +31,15 @@ from twin import build_miles_twin
 from twin.cli import MILES_POLICY
 
 from app.config import Settings
-from app.jobs import Queue, make_queue
-from app.localgithub import FakeGitHub
-from app.localgithub.tarballs import build_tarball
-from app.main import create_app
-from app.pipeline import REPO_POLICY
-from app.services import Services
+from app.demo.localgithub import FakeGitHub
+from app.demo.localgithub.tarballs import build_tarball
+from app.processes.task_queue import Queue, make_queue
+from app.processes.webapp import create_app
+from app.service.services import Services
 from app.store.migrate import upgrade
 from app.store.models import Delivery, TriageRun
 from app.store.session import session_scope
+from app.triage.pipeline import REPO_POLICY
 
 from .payloads import SECRET, delivery_headers, encode, sha
 

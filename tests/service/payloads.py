@@ -9,10 +9,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from app.localgithub import FakeGitHub, deliveries
-from app.localgithub.deliveries import encode as encode  # re-exported for the tests
-from app.localgithub.deliveries import point_at as point_at  # re-exported for the tests
-from app.localgithub.deliveries import pull_request_payload
+from app.demo.localgithub import FakeGitHub
+from app.demo.localgithub import hook_deliveries as deliveries
+from app.demo.localgithub.hook_deliveries import encode as encode  # re-exported for the tests
+from app.demo.localgithub.hook_deliveries import point_at as point_at  # re-exported for the tests
+from app.demo.localgithub.hook_deliveries import pull_request_payload
 
 WEBHOOKS = Path(__file__).resolve().parents[1] / "fixtures" / "github" / "webhooks"
 

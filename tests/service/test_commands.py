@@ -18,7 +18,7 @@ import httpx
 import pytest
 from twin.variants import ARGUMENTS
 
-from app.localgithub import FakeGitHub
+from app.demo.localgithub import FakeGitHub
 
 from .conftest import BASE, INCIDENT, MILES, Service, wait_for
 from .payloads import SECRET, delivery_headers, encode, fixture, pull_request_event

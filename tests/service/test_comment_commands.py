@@ -10,12 +10,10 @@ from typing import Any
 
 import pytest
 
-from app.command_runner import PullComment, run_comment
-from app.commands import HELP
 from app.config import Settings
+from app.demo.localgithub import FakeGitHub
 from app.github import GitHubApp, RetryPolicy, create_check_run, reply_marker
-from app.localgithub import FakeGitHub
-from app.services import Services
+from app.service.services import Services
 from app.store.models import Finding, RiskWindow, RunEvent, TriageRun
 from app.store.queries import (
     fail_run,
@@ -30,7 +28,9 @@ from app.store.queries import (
     upsert_repository,
 )
 from app.store.session import session_scope
-from app.webhooks.comments import router
+from app.triage.command_parser import HELP
+from app.triage.command_runner import PullComment, run_comment
+from app.webhooks.comment_events import router
 from app.webhooks.router import Ignored, Job
 
 from .payloads import fixture, point_at, sha

@@ -25,8 +25,8 @@ from store.databases import PostgresDatabases
 from twin.variants import ARGUMENTS
 
 from app.config import Settings
-from app.localgithub import FakeGitHub
-from app.localgithub.keys import AppKey
+from app.demo.localgithub import FakeGitHub
+from app.demo.localgithub.keys import AppKey
 
 from .conftest import BASE, INCIDENT, MILES, wait_for
 from .payloads import SECRET, delivery_headers, encode, pull_request_event

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from app.github.references import CACHE
-from app.localgithub import FakeGitHub
+from app.demo.localgithub import FakeGitHub
+from app.github.reference_states import CACHE
 from app.store.models import RiskWindow
 from app.store.session import session_scope
 

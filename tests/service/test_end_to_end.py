@@ -15,7 +15,7 @@ from twin.expected import LORA_COLOCATE_SUITES
 from twin.variants import ARGUMENTS, INCIDENT_ASSERT
 
 from app.config import Settings
-from app.localgithub import FakeGitHub
+from app.demo.localgithub import FakeGitHub
 from app.store.models import TriageRun
 
 from .conftest import BASE, INCIDENT, MILES, Service, make_service, wait_for

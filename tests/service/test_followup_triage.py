@@ -1,5 +1,5 @@
-"""Follow-ups in the triage output (app/followup_triage.py): findings per policy level reach the sticky
-comment and the check; a revert's comment says which risk window it closes and what it re-opens."""
+"""Follow-ups in the triage output (app/triage/pr_text_findings.py): findings per policy level reach the
+sticky comment and the check; a revert's comment says which risk window it closes and what it re-opens."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ import pytest
 
 from app.analysis.policy import builtin_policy, load_policy
 from app.analysis.report import CheckReport
-from app.followup_triage import pull_followups, revert_findings, with_findings
-from app.github.references import ResolutionCache
-from app.localgithub import FakeGitHub
-from app.report import check_output, comment_markdown, inert
-from app.services import Services
+from app.demo.localgithub import FakeGitHub
+from app.github.reference_states import ResolutionCache
+from app.service.services import Services
 from app.store.session import session_scope
+from app.triage.pr_report import check_output, comment_markdown, inert
+from app.triage.pr_text_findings import pull_followups, revert_findings, with_findings
 
 from .payloads import sha
 from .test_windows import BASE, REPO, merge, merged_delivery

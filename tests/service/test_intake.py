@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from app.config import Settings
-from app.localgithub import FakeGitHub
+from app.demo.localgithub import FakeGitHub
 from app.store.models import Installation, Repository
 from app.store.session import session_scope
 

@@ -15,7 +15,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from app.localgithub import FakeGitHub
+from app.demo.localgithub import FakeGitHub
 from app.webhooks.intake import MAX_BODY_BYTES, Verified
 from app.webhooks.router import Ignored, Job
 

@@ -1,5 +1,6 @@
 """Leases: a job's claim on its delivery or run, and the sweep that takes back the work of dead workers
-without queueing a waiting backlog again and again (app/leases.py, app/recovery.py)."""
+without queueing a waiting backlog again and again (app/service/lease_keeper.py,
+app/processes/recovery.py)."""
 
 from __future__ import annotations
 
@@ -7,14 +8,14 @@ from datetime import timedelta
 
 from sqlalchemy import update
 
-from app import recovery
-from app.jobs import enqueue_first, requeue_lost, waiting_messages
-from app.leases import LEASE, Leases
-from app.localgithub import FakeGitHub
-from app.pipeline import process_delivery
+from app.demo.localgithub import FakeGitHub
+from app.processes import recovery
+from app.processes.task_queue import enqueue_first, requeue_lost, waiting_messages
+from app.service.lease_keeper import LEASE, Leases
 from app.store.leases import claim_delivery, claim_run
 from app.store.models import Delivery, TriageRun
 from app.store.types import utcnow
+from app.triage.pipeline import process_delivery
 
 from .conftest import Service
 from .payloads import pull_request_event, sha

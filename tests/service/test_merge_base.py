@@ -9,8 +9,8 @@ from pathlib import Path
 
 from twin.variants import ARGUMENTS
 
-from app import pipeline
-from app.localgithub import FakeGitHub
+from app.demo.localgithub import FakeGitHub
+from app.triage import pipeline
 
 from .conftest import INCIDENT, MILES, Service, serve_twin_policy
 from .payloads import sha

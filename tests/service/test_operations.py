@@ -10,9 +10,9 @@ from pathlib import Path
 import yaml
 
 from app.config import Settings
-from app.localgithub import FakeGitHub
-from app.main import create_app
-from app.services import Services
+from app.demo.localgithub import FakeGitHub
+from app.processes.webapp import create_app
+from app.service.services import Services
 from app.webhooks import ROUTER
 
 from .conftest import BASE, MILES, Service

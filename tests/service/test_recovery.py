@@ -16,7 +16,7 @@ import pytest
 from twin.variants import ARGUMENTS
 
 from app.config import Settings
-from app.localgithub import FakeGitHub
+from app.demo.localgithub import FakeGitHub
 
 from .conftest import BASE, INCIDENT, MILES, Service, make_service, wait_for
 from .payloads import pull_request_event

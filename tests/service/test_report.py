@@ -9,7 +9,7 @@ from dataclasses import replace
 from app.analysis.health import assess
 from app.analysis.model import Finding, Matrix, Outcome, Suite, SuiteResult
 from app.analysis.report import CheckReport
-from app.report import (
+from app.triage.pr_report import (
     COMMENT_LIMIT,
     COMMENT_MARKER,
     OUTPUT_LIMIT,

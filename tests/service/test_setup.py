@@ -24,10 +24,10 @@ from dashboard.conftest import Client
 from dashboard.test_browser import browser  # noqa: F401 (fixture)
 
 from app.config import ConfigError, Settings
+from app.demo.localgithub import FakeGitHub
 from app.github.manifest import registration_url, web_url
-from app.localgithub import FakeGitHub
-from app.registration import APP_FILE, KEY_FILE, MANIFEST, with_registration
-from app.setupmode import STATE_COOKIE, create_setup_app
+from app.processes.registration import APP_FILE, KEY_FILE, MANIFEST, with_registration
+from app.processes.setupmode import STATE_COOKIE, create_setup_app
 
 from .conftest import wait_for
 from .payloads import delivery_headers, encode, pull_request_event, sha

@@ -28,8 +28,8 @@ from sqlalchemy import func, select
 from store.databases import PostgresDatabases
 
 from app.config import Settings
-from app.localgithub import FakeGitHub
-from app.services import Services
+from app.demo.localgithub import FakeGitHub
+from app.service.services import Services
 from app.store.leases import ACTIVE_RUNS
 from app.store.migrate import upgrade
 from app.store.models import Delivery, TriageRun
@@ -190,7 +190,7 @@ def _soak(services: Services, fake: FakeGitHub, workers: Processes, env: dict[st
 
 
 def _claimed_by(services: Services, pid: int) -> tuple[set[str], set[int]]:
-    holder = f"{socket.gethostname()[:200]}:{pid}"  # as app.leases.holder_name names the worker
+    holder = f"{socket.gethostname()[:200]}:{pid}"  # as app.service.lease_keeper.holder_name names the worker
     with session_scope(services.sessions, read_only=True) as session:
         guids = session.scalars(select(Delivery.guid).where(Delivery.claimed_by == holder,
                                                             Delivery.status == "queued"))

@@ -16,14 +16,14 @@ from twin import build_miles_twin
 from twin.expected import ALL_SUITES
 from twin.variants import ARGUMENTS
 
-from app import pipeline
 from app.config import Settings
+from app.demo.localgithub import FakeGitHub
 from app.github import GitHubApp, RetryPolicy
-from app.localgithub import FakeGitHub
-from app.report import COMMENT_MARKER, RERUN_ACTION
-from app.services import Services
+from app.service.services import Services
 from app.store.queries import get_pull_request
 from app.store.session import session_scope
+from app.triage import pipeline
+from app.triage.pr_report import COMMENT_MARKER, RERUN_ACTION
 
 from .conftest import BASE, INCIDENT, MILES, Service, make_service, serve_twin_policy, wait_for
 from .payloads import check_run_event, pull_request_event, sha

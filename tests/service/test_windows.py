@@ -1,6 +1,7 @@
-"""Risk windows from merges (app/windows.py) against the fake GitHub over real HTTP, on SQLite and PostgreSQL:
-the real `pull_request` closed+merged payload decides the job, the merged PR opens a window for its unmerged
-follow-up, the follow-up's merge closes it, a revert closes the reverted PR's windows; nothing is deleted."""
+"""Risk windows from merges (app/triage/risk_windows.py) against the fake GitHub over real HTTP, on SQLite and
+PostgreSQL: the real `pull_request` closed+merged payload decides the job, the merged PR opens a window for
+its unmerged follow-up, the follow-up's merge closes it, a revert closes the reverted PR's windows; nothing is
+deleted."""
 
 from __future__ import annotations
 
@@ -8,10 +9,9 @@ from typing import Any
 
 import pytest
 
-from app import resync, windows
-from app.github.references import ResolutionCache
-from app.localgithub import FakeGitHub
-from app.services import Services
+from app.demo.localgithub import FakeGitHub
+from app.github.reference_states import ResolutionCache
+from app.service.services import Services
 from app.store.models import PullRequest, RiskWindow
 from app.store.queries import (
     acknowledge_findings,
@@ -23,6 +23,8 @@ from app.store.queries import (
     window_with_events,
 )
 from app.store.session import session_scope
+from app.triage import resync
+from app.triage import risk_windows as windows
 from app.webhooks import ROUTER
 from app.webhooks.router import Job
 

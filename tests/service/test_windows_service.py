@@ -8,9 +8,9 @@ from datetime import datetime
 
 import pytest
 
-from app.github.references import CACHE
-from app.jobs import every
-from app.localgithub import FakeGitHub
+from app.demo.localgithub import FakeGitHub
+from app.github.reference_states import CACHE
+from app.processes.task_queue import every
 from app.store.models import RiskWindow
 from app.store.session import session_scope
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from app.jobs import YIELD_LONGEST, yield_to
+from app.processes.task_queue import YIELD_LONGEST, yield_to
 
 
 def test_a_quiet_intake_costs_a_job_no_wait() -> None:

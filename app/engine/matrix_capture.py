@@ -1,0 +1,266 @@
+"""Host side of capture: list the CI scripts, reuse a cached matrix of the very same tree, else run the
+capture harness in the sandbox and turn its reports into the Matrix.
+
+The cache key is computed here, on the host, from the whole tree's content, the policy, the harness and the
+repository: nothing the sandboxed scripts report about themselves (they are a pull request's code) can make
+one tree's matrix serve another.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from app.analysis.matrix import ScriptReport, build_matrix
+from app.analysis.model import Matrix
+from app.analysis.policy import (
+    Policy,
+    PythonDefinitions,
+    RecordLaunches,
+    WorkflowRows,
+    WorkflowSteps,
+    path_matches,
+)
+from app.analysis.workflow_rows import MAX_WORKFLOW_BYTES, WorkflowError, WorkflowRow, rows_from_workflow
+from app.analysis.workflow_steps import list_steps
+from app.bundled import package_file
+from app.sandbox.messages import OnProgress, progress_relay, stopped_reason
+from app.sandbox.runner import SandboxRun, SandboxSpec, run_harness
+from app.trees.treehash import fingerprints, tree_digest
+
+log = logging.getLogger(__name__)
+
+HARNESS_DIR = package_file("app.sandbox", "harness")
+# What decides a capture besides the repository: a new harness must not reuse an old harness's matrix.
+CAPTURE_HARNESS_FILES = ("capture.py", "common.py", "definitions.py", "fsfakes.py", "stubs.py",
+                         "intercept.py", "intercept_shell.py", "intercept_net.py", "vclock.py", "vpaths.py",
+                         "recbash.sh")
+SKIPPED_DIRS = frozenset({".git", "__pycache__"})
+MAX_CACHE_ENTRIES = 64  # per policy; the least recently used go first
+# What the capture harness runs: `id` names its report; a workflow row adds `args` and `env`.
+CaptureItem = dict[str, Any]
+
+
+def capture_matrix(tree: Path, policy: Policy, *, cache_dir: Path | None, allow_unsandboxed: bool = False,
+                   on_progress: OnProgress | None = None,
+                   repository: str | None = None) -> tuple[Matrix, bool]:
+    """The CI matrix of `tree`, and whether it came from the cache (then no sandbox ran at all)."""
+    scripts: dict[int, list[CaptureItem]] = {}
+    disabled: dict[int, list[ScriptReport]] = {}
+    for index, source in enumerate(policy.matrix.sources):
+        if isinstance(source, RecordLaunches):
+            scripts[index] = [{"id": path, "script": path} for path in list_scripts(tree, source)]
+        elif isinstance(source, WorkflowRows):
+            scripts[index], off = list_rows(tree, source)
+            disabled[index] = [ScriptReport(label, "disabled") for label in off]
+        elif isinstance(source, PythonDefinitions):
+            scripts[index] = [{"id": target, "script": target} for target in source.functions]
+        elif isinstance(source, WorkflowSteps):
+            read = functools.partial(_read_workflow, tree)
+            scripts[index], off = list_steps(_tree_files(tree), read, source)
+            disabled[index] = [ScriptReport(label, "disabled") for label in off]
+    listed = [f"{index}:{item['id']}" for index, items in sorted(scripts.items()) for item in items]
+    cache = MatrixCache(cache_dir / "matrix" / repository_key(repository) / capture_key(policy),
+                        tree_digest(fingerprints(tree))) if cache_dir else None
+    if cache is not None:
+        cached = cache.lookup(listed)
+        if cached is not None:
+            return cached, True
+    reports: dict[int, list[ScriptReport]] = {index: list(off) for index, off in disabled.items()}
+    complete, repo_mount = True, ""
+    for index, items in scripts.items():
+        if items:
+            run, found = _run_capture(tree, policy, index, items, allow_unsandboxed, on_progress)
+            reports.setdefault(index, []).extend(found)
+            complete = complete and _ran_to_completion(run, found, [item["id"] for item in items])
+            repo_mount = repo_mount or _repo_mount(run)
+    matrix = build_matrix(policy, reports, repo_mount)
+    if cache is not None and complete:
+        cache.store(listed, matrix)
+    return matrix, False
+
+
+def repository_key(repository: str | None) -> str:
+    """The cache directory of one repository (`owner/name`, a local path, or none given)."""
+    if not repository:
+        return "unnamed"
+    return hashlib.sha256(repository.encode()).hexdigest()[:16]
+
+
+def list_scripts(tree: Path, source: RecordLaunches) -> list[str]:
+    """The repo-relative CI scripts a source names (its globs minus `exclude`), sorted."""
+    return sorted(path for path in _tree_files(tree)
+                  if any(path_matches(path, g) for g in source.scripts)
+                  and not any(path_matches(path, g) for g in source.exclude))
+
+
+def list_rows(tree: Path, source: WorkflowRows) -> tuple[list[CaptureItem], list[str]]:
+    """The capture items of a workflow_rows source (rows alike in script, args and env once), and the
+    labels of jobs whose `if:` is literally false."""
+    rows: dict[tuple[Any, ...], WorkflowRow] = {}
+    disabled: list[str] = []
+    for path in sorted(p for p in _tree_files(tree) if any(path_matches(p, g) for g in source.workflows)):
+        try:
+            if (tree / path).stat().st_size > MAX_WORKFLOW_BYTES:
+                raise WorkflowError(f"{path}: larger than {MAX_WORKFLOW_BYTES} bytes")
+            listing = rows_from_workflow((tree / path).read_text(encoding="utf-8", errors="replace"), path,
+                                         source)
+        except (OSError, WorkflowError) as exc:
+            log.warning("workflow rows: %s", exc)
+            continue
+        for note in listing.notes:
+            log.info("workflow rows: %s", note)
+        disabled += listing.disabled
+        for row in listing.rows:
+            rows.setdefault(row.key(), row)  # the same row in several jobs is one CI command line
+    return _labelled(rows.values()), disabled
+
+
+def _read_workflow(tree: Path, path: str) -> str:
+    if (tree / path).stat().st_size > MAX_WORKFLOW_BYTES:
+        raise WorkflowError(f"{path}: larger than {MAX_WORKFLOW_BYTES} bytes")
+    return (tree / path).read_text(encoding="utf-8", errors="replace")
+
+
+def _labelled(rows: Iterable[WorkflowRow]) -> list[CaptureItem]:
+    """Items with unique ids: the script and its words, then the job, then a number."""
+    items: list[CaptureItem] = []
+    taken: set[str] = set()
+    for row in rows:
+        label = " ".join((row.script, *row.args))
+        if label in taken:
+            label = f"{label} ({row.job})"
+        base, count = label, 1
+        while label in taken:
+            count += 1
+            label = f"{base}#{count}"
+        taken.add(label)
+        items.append({"id": label, "script": row.script, "args": list(row.args), "env": dict(row.env)})
+    return items
+
+
+def _tree_files(tree: Path) -> Iterator[str]:
+    for directory, subdirs, files in os.walk(tree):
+        subdirs[:] = sorted(d for d in subdirs if d not in SKIPPED_DIRS)
+        relative = Path(directory).relative_to(tree)
+        for name in files:
+            yield (relative / name).as_posix()
+
+
+@functools.cache
+def _harness_digest() -> str:
+    digest = hashlib.sha256()
+    for name in CAPTURE_HARNESS_FILES:
+        path = HARNESS_DIR / name
+        digest.update(name.encode() + b"\0" + (path.read_bytes() if path.is_file() else b"") + b"\0")
+    return digest.hexdigest()
+
+
+def capture_key(policy: Policy) -> str:
+    """Names the cache directory: what capture reads of the policy, and the capture harness itself."""
+    return hashlib.sha256(f"{policy.capture_digest()}:{_harness_digest()}".encode()).hexdigest()[:16]
+
+
+def _run_capture(tree: Path, policy: Policy, index: int, items: list[CaptureItem], allow_unsandboxed: bool,
+                 on_progress: OnProgress | None) -> tuple[SandboxRun, list[ScriptReport]]:
+    job = {"policy": policy.model_dump(mode="json", by_alias=True), "workers": os.cpu_count() or 1,
+           "source": index, "scripts": items}
+    spec = SandboxSpec(program="capture.py", repo_dir=tree, job=job, limits=policy.harness.limits,
+                       allow_unsandboxed=allow_unsandboxed)
+    run = run_harness(spec, on_message=progress_relay(on_progress))
+    return run, collect_reports([item["id"] for item in items], run.messages,
+                                stopped_reason(run, step="capture", unit="script"))
+
+
+def collect_reports(scripts: list[str], messages: list[dict[str, Any]], reason: str) -> list[ScriptReport]:
+    """The first well-formed report of each script; a script never reported failed with `reason`."""
+    wanted = set(scripts)
+    reports: dict[str, ScriptReport] = {}
+    for message in messages:
+        if message.get("type") != "script":
+            continue
+        try:
+            report = ScriptReport.from_message(message)
+        except (KeyError, TypeError, ValueError):
+            log.warning("ignored a malformed script report: %.200r", message)
+            continue
+        if report.script in wanted:
+            reports.setdefault(report.script, report)
+    return [reports.get(s) or ScriptReport(s, "failed", reason=reason) for s in scripts]
+
+
+def _ran_to_completion(run: SandboxRun, reports: list[ScriptReport], scripts: list[str]) -> bool:
+    """A run worth caching: it ended by itself and reported every script (a stalled machine is no fact)."""
+    reported = {m.get("script") for m in run.messages if m.get("type") == "script"}
+    return not run.ended and not any(m.get("type") == "fatal" for m in run.messages) \
+        and reported >= set(scripts)
+
+
+def _repo_mount(run: SandboxRun) -> str:
+    """Where the harness saw the tree: each script report names it."""
+    return next((str(m["repo"]) for m in run.messages if m.get("type") == "script" and m.get("repo")), "")
+
+
+class MatrixCache:
+    """Captured matrices of one repository and policy, one per tree content hash."""
+
+    def __init__(self, directory: Path, tree_hash: str) -> None:
+        self.directory, self.tree_hash = directory, tree_hash
+        self.path = directory / f"{tree_hash[:32]}.json"
+
+    def lookup(self, scripts: list[str]) -> Matrix | None:
+        entry = _load_json(self.path)
+        if entry is None or entry.get("tree") != self.tree_hash or entry.get("scripts") != scripts:
+            return None
+        try:
+            matrix = Matrix.from_json(entry["matrix"])
+        except (KeyError, TypeError, ValueError):
+            return None
+        with contextlib.suppress(OSError):
+            os.utime(self.path)  # recently used: kept when the directory is pruned
+        return matrix
+
+    def store(self, scripts: list[str], matrix: Matrix) -> None:
+        entry = {"tree": self.tree_hash, "scripts": scripts, "matrix": matrix.to_json()}
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            _write_atomic(self.path, json.dumps(entry))
+            for stale in self._entries_newest_first()[MAX_CACHE_ENTRIES:]:
+                stale.unlink(missing_ok=True)
+        except OSError as exc:  # a cache that cannot be written only costs time
+            log.warning("could not store the captured matrix in %s: %s", self.directory, exc)
+
+    def _entries_newest_first(self) -> list[Path]:
+        try:
+            entries = [(p.stat().st_mtime_ns, p) for p in self.directory.glob("*.json")]
+        except OSError:
+            return []
+        return [p for _, p in sorted(entries, key=lambda item: item[0], reverse=True)]
+
+
+def _load_json(path: Path) -> Mapping[str, Any] | None:
+    try:
+        loaded = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return loaded if isinstance(loaded, dict) else None
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise

@@ -1,0 +1,27 @@
+"""PR comments: a new comment with a `/triage` command line queues its commands; the App's own comments,
+other bots', comments on issues and comments without a command are ignored here, before any work."""
+
+from __future__ import annotations
+
+from app.triage.command_parser import parse_commands
+from app.triage.job_payloads import CommandJob
+from app.webhooks.payloads import IssueCommentEvent
+from app.webhooks.router import Decision, Ignored, Job, PayloadError, Router
+
+router = Router()
+
+
+@router.register("issue_comment", "created", model=IssueCommentEvent)
+def queue_commands(event: IssueCommentEvent) -> Decision:
+    comment = event.comment
+    if not event.issue.pull_request:
+        return Ignored("a comment on an issue, not on a pull request")
+    if comment.user is not None and comment.user.type == "Bot":  # our own replies and other bots: no loop
+        return Ignored("a bot's comment")
+    body = comment.body or ""
+    if not parse_commands(body):
+        return Ignored("no /triage command")
+    if comment.user is None or comment.user.login is None:
+        raise PayloadError("payload lacks comment.user.login")
+    return Job.of(CommandJob(event.installation_id, event.repository.ref(), event.issue.number, comment.id,
+                             comment.user.login, body))
