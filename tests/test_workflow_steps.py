@@ -24,7 +24,7 @@ from app.analysis.model import Outcome
 from app.analysis.policy import Policy, WorkflowSteps, builtin_policy, glob_regex, load_policy
 from app.analysis.workflow_rows import WorkflowError
 from app.analysis.workflow_steps import list_steps, scripts_named, steps_from_workflow
-from app.capture import capture_matrix
+from app.engine.matrix_capture import capture_matrix
 
 POLICIES = Path(__file__).resolve().parents[1] / "policies"
 WORKFLOW_PATH = ".github/workflows/e2e_ppo_trainer.yml"

@@ -1,5 +1,5 @@
 """Findings for the check and comment, what a risk window awaits, and its risk sentence: from a PR's
-classified references (followups.py) and the state GitHub reports for each (app/github/references.py).
+classified references (followups.py) and the state GitHub reports for each (app/github/reference_states.py).
 
 Pure. States are the store's vocabulary: a pull request is open, draft, merged or closed_unmerged; an issue
 is open, completed or not_planned; either can be not_found or no_access.

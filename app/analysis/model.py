@@ -148,7 +148,7 @@ FindingKind = Literal["new_rejection", "removed_flag", "newly_tolerated_flag", "
                       "new_error", "not_exercised",
                       # from the PR's text (followup_findings.py)
                       "unmerged_prerequisite", "pending_followup", "abandoned_followup",
-                      # a revert: what it fixes and re-opens (app/followup_triage.py)
+                      # a revert: what it fixes and re-opens (app/triage/pr_text_findings.py)
                       "revert_closes_window", "revert_reopens"]
 
 
