@@ -11,7 +11,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from harness_twin import job, results, run_sandboxed
 
+from app.analysis.model import Outcome
 from app.analysis.policy import YamlArgs, builtin_policy, load_policy, parse_policy
 from app.analysis.recipes import list_cases, recipe_rows
 from app.analysis.yaml_args import envsubst, flatten_file, flatten_map
@@ -215,7 +217,8 @@ def parse_and_validate_args(extra_args_provider=None, args_defaults={}):
     parser.add_argument("--tensor-model-parallel-size", type=int, default=1)
     parser.add_argument("--load")
     parser.add_argument("--tensorboard-dir")
-    parser.add_argument("--bf16", action="store_true")
+    if extra_args_provider is not None:
+        parser = extra_args_provider(parser)
     args = parser.parse_args()
     args.world_size = int(os.getenv("WORLD_SIZE", "1"))
     validate_args(args)
@@ -226,6 +229,20 @@ def parse_and_validate_args(extra_args_provider=None, args_defaults={}):
 def validate_args(args):
     assert args.world_size % args.tensor_model_parallel_size == 0, "world size"
 '''
+# The entry script passes its own provider (`--bf16` is its flag), then would train: never reached.
+PRETRAIN = '''
+from megatron.training.arguments import parse_and_validate_args
+
+
+def add_precision_args(parser):
+    parser.add_argument("--bf16", action="store_true")
+    return parser
+
+
+if __name__ == "__main__":
+    args = parse_and_validate_args(extra_args_provider=add_precision_args)
+    raise SystemExit("training starts here")
+'''
 
 
 def twin(root: Path, arguments: str) -> Path:
@@ -234,7 +251,8 @@ def twin(root: Path, arguments: str) -> Path:
              "tests/functional_tests/test_cases/gpt/gpt3_new_assert/model_config.yaml":
                  TP2.replace("--bf16: true", "--bf16: true\n  --tensorboard-dir: /tmp/tb"),
              "megatron/__init__.py": "", "megatron/training/__init__.py": "",
-             "megatron/training/arguments.py": arguments, "pretrain_gpt.py": ""}
+             "megatron/training/arguments.py": arguments, "pretrain_gpt.py": PRETRAIN,
+             "tools/no_validation.py": "print('nothing validated')\n"}
     for path, text in files.items():
         (root / path).parent.mkdir(parents=True, exist_ok=True)
         (root / path).write_text(text)
@@ -247,6 +265,7 @@ def test_twin_end_to_end_a_new_assert_blocks_the_suites_it_rejects(tmp_path: Pat
         "validation:\n"
         "  paths: ['megatron/training/**']\n"
         "  entry: 'megatron.training.arguments:parse_and_validate_args'\n"
+        "  run_entry_script: true\n"  # pretrain_gpt.py's provider defines --bf16
         "  replace:\n"  # what the built-in policy does: global state is set after validation, not by it
         "    - {target: 'megatron.training.arguments:set_global_variables', with: return_value, value: null,"
         " only_if_missing: false}\n"
@@ -259,3 +278,25 @@ def test_twin_end_to_end_a_new_assert_blocks_the_suites_it_rejects(tmp_path: Pat
     [finding] = report.findings
     assert (finding.kind, finding.severity, finding.suites) == (
         "new_rejection", "blocking", ("gpt/gpt3_new_assert",))
+
+
+def test_an_entry_script_that_never_calls_the_entry_is_an_error_and_its_own_flags_count(tmp_path: Path) -> None:
+    repo = twin(tmp_path / "repo", ARGUMENTS)
+    policy = {"validation": {"entry": "megatron.training.arguments:parse_and_validate_args",
+                             "run_entry_script": True,
+                             "replace": [{"target": "megatron.training.arguments:set_global_variables",
+                                          "with": "return_value", "value": None, "only_if_missing": False}]},
+              "harness": {"limits": {"suite_seconds": 20}}}
+    suites = [{"id": "gpt", "script": "r", "argv": ["--bf16"], "env": {}, "entry": "pretrain_gpt.py"},
+              {"id": "tool", "script": "r", "argv": [], "env": {}, "entry": "tools/no_validation.py"},
+              {"id": "tp3", "script": "r", "argv": ["--tensor-model-parallel-size", "3"],
+               "env": {"WORLD_SIZE": "8"}, "entry": "pretrain_gpt.py"}]
+    found = results(run_sandboxed(repo, job(suites, policy)))
+    assert found["gpt"].outcome == Outcome("accepted")  # training after validation never ran
+    tool = found["tool"].outcome
+    assert (tool.outcome, tool.exception) == ("rejected", "EntryNotCalled")
+    assert tool.message == "no_validation.py ended without calling " \
+        "megatron.training.arguments:parse_and_validate_args"
+    tp3 = found["tp3"].outcome
+    assert (tp3.exception, tp3.message, tp3.path) == ("AssertionError", "world size",
+                                                      "megatron/training/arguments.py")

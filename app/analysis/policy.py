@@ -268,6 +268,9 @@ class Validation(_Strict):
                                          "of them needs no analysis.")
     entry: str = Field(description="Callable that parses and validates one argv (sys.argv patched), "
                                    "as 'package.module:function'.")
+    run_entry_script: bool = Field(False, description="Reach `entry` by running the suite's entry script "
+                                   "as `__main__`, stopping where `entry` returns (the script passes its "
+                                   "own extra-args provider and defaults).")
     functions: list[str] = Field(default_factory=list, description="Validation functions rewritten for "
                                  "record mode, as 'package.module:function'.")
     unknown_flags: Literal["error", "ignore"] = Field("error", description="What the repository does with a "

@@ -19,6 +19,7 @@ HARNESS_DIR = os.path.dirname(os.path.abspath(__file__))
 if TYPE_CHECKING:  # inside the sandbox the harness directory is on sys.path, siblings are top-level modules
     from app.sandbox.harness import (
         common,
+        entryscript,
         fsfakes,
         leader,
         linewatch,
@@ -29,6 +30,7 @@ if TYPE_CHECKING:  # inside the sandbox the harness directory is on sys.path, si
     )
 else:
     import common
+    import entryscript
     import fsfakes
     import leader
     import linewatch
@@ -37,8 +39,8 @@ else:
     import suiterun
     import tolerant
 
-HARNESS_MODULES = ("common", "envprobe", "fsfakes", "leader", "linewatch", "record", "stubs", "suiterun",
-                   "tolerant", "vpaths")
+HARNESS_MODULES = ("common", "entryscript", "envprobe", "fsfakes", "leader", "linewatch", "record", "stubs",
+                   "suiterun", "tolerant", "vpaths")
 
 
 class Job:
@@ -72,6 +74,9 @@ class Job:
         module_name, _, function = target.partition(":")
         try:
             owner: Any = importlib.import_module(module_name)
+            if self.validation.get("run_entry_script"):
+                getattr(owner, function)  # a missing entry fails here, as an import failure
+                return entryscript.through_script(owner, function, target)
             for name in function.split("."):
                 owner = _instance_method(owner, name) or getattr(owner, name)
         except (Exception, SystemExit) as exc:
