@@ -280,7 +280,7 @@ def test_twin_end_to_end_a_new_assert_blocks_the_suites_it_rejects(tmp_path: Pat
         "new_rejection", "blocking", ("gpt/gpt3_new_assert",))
 
 
-def test_an_entry_script_that_never_calls_the_entry_is_an_error_and_its_own_flags_count(tmp_path: Path) -> None:
+def test_entry_scripts_own_flags_count_and_one_that_never_calls_the_entry_is_rejected(tmp_path: Path) -> None:
     repo = twin(tmp_path / "repo", ARGUMENTS)
     policy = {"validation": {"entry": "megatron.training.arguments:parse_and_validate_args",
                              "run_entry_script": True,
