@@ -159,7 +159,8 @@ RECIPE_POLICY = {
     "recipe_variables": ["DATA_PATH", "CHECKPOINT_LOAD_PATH", "TENSORBOARD_PATH"],
     "config_variable": "TRAINING_PARAMS_PATH", "entry_variable": "TRAINING_SCRIPT_PATH",
     "checkout": "/opt/megatron-lm", "fields": {"assets_dir": "/workspace/assets"}, "map": "MODEL_ARGS",
-    "env_map": "ENV_VARS", "env_products": {"WORLD_SIZE": ["nodes", "gpus"]}}
+    "env_map": "ENV_VARS", "variables": {"GPUS_PER_NODE": "8"},
+    "env_products": {"WORLD_SIZE": ["nodes", "GPUS_PER_NODE"]}}
 
 
 def test_recipe_rows_expand_products_as_recipe_parser_does() -> None:
@@ -300,3 +301,14 @@ def test_entry_scripts_own_flags_count_and_one_that_never_calls_the_entry_is_rej
     tp3 = found["tp3"].outcome
     assert (tp3.exception, tp3.message, tp3.path) == ("AssertionError", "world size",
                                                       "megatron/training/arguments.py")
+
+
+def test_world_size_is_nodes_times_the_gpus_per_node_exported_else_the_runners_default() -> None:
+    gb200 = RECIPE.replace("  nodes: 1\n  gpus: 8\n", "  nodes: 3\n  gpus: 4\n").replace(
+        "    cd /opt/megatron-lm\n", "    cd /opt/megatron-lm\n    export GPUS_PER_NODE={gpus}\n")
+    source = YamlArgs.model_validate({**RECIPE_POLICY, "recipe_variables": ["GPUS_PER_NODE"]})
+    for recipe, world_size in [(gb200, "12"), (RECIPE.replace("  gpus: 8\n", "  gpus: 1\n"), "8")]:
+        files = {"tests/test_utils/recipes/r.yaml": recipe,
+                 "tests/functional_tests/test_cases/gpt/gpt3_tp2/model_config.yaml": TP2}
+        listing = list_cases(source, sorted(files), files.__getitem__)
+        assert {s.env["WORLD_SIZE"] for s in listing.suites} == {world_size}

@@ -244,15 +244,15 @@ class YamlArgs(_Strict):
                                 "each yield one more suite.")
     env_map: str | None = Field(None, description="Top-level key of a map exported as the job's "
                                 "environment ('ENV_VARS').")
-    variables: dict[str, str] = Field(default_factory=dict, description="Values of `${VAR}` placeholders "
-                                      "(over the recipe's variables); a placeholder of no known variable "
-                                      "becomes empty, as the launcher's shell expands it.")
+    variables: dict[str, str] = Field(default_factory=dict, description="The runner's own variables, "
+                                      "beneath the recipe's (its defaults); a placeholder of no known "
+                                      "variable becomes empty, as the launcher's shell expands it.")
     edits: list[MapEdit] = Field(default_factory=list, description="Assignments the CI runner makes to the "
                                  "map before flattening it.")
     env: dict[str, str] = Field(default_factory=dict, description="Job environment of every suite.")
     env_products: dict[str, list[str]] = Field(default_factory=dict, description="Job variables that are "
-                                               "the product of numeric recipe fields (WORLD_SIZE: "
-                                               "[nodes, gpus]).")
+                                               "the product of numeric recipe fields or variables "
+                                               "(WORLD_SIZE: [nodes, GPUS_PER_NODE]).")
 
 
 MatrixSource = Annotated[RecordLaunches | WorkflowRows | StaticSuites | PythonDefinitions | YamlArgs,

@@ -176,7 +176,7 @@ def _row_cases(source: YamlArgs, rows: list[RecipeRow], tree: set[str], read: Re
         listing.cases += 1
         seen: set[tuple[Any, ...]] = set()
         for row in case_rows:
-            variables = {**row.variables, **source.variables}
+            variables = {**source.variables, **row.variables}  # the policy's are the runner's defaults
             config = repo_path(row.variables.get(source.config_variable, ""), source.checkout)
             entry = repo_path(row.variables.get(source.entry_variable, "") or source.entry, source.checkout)
             if not config or not entry:
@@ -186,7 +186,7 @@ def _row_cases(source: YamlArgs, rows: list[RecipeRow], tree: set[str], read: Re
             if config not in tree:
                 listing.failed.append((case_id, f"{row.recipe}: {config} is not in the tree"))
                 break
-            env = {**source.env, **_products_env(source, row.fields)}
+            env = {**source.env, **_products_env(source, {**variables, **row.fields})}
             key = (config, entry, tuple(sorted(env.items())), tuple(sorted(variables.items())))
             if key not in seen:  # the same case in several scopes or environments is one command line
                 seen.add(key)
@@ -199,6 +199,8 @@ def _products_env(source: YamlArgs, fields: Mapping[str, Any]) -> dict[str, str]
         product = 1
         for factor in factors:
             value = fields.get(factor)
+            if isinstance(value, str) and value.isdigit():
+                value = int(value)
             if not isinstance(value, int) or isinstance(value, bool):
                 break
             product *= value
