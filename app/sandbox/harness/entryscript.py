@@ -51,3 +51,18 @@ def through_script(module: Any, name: str, target: str) -> Callable[[], None]:
         raise EntryNotCalled(f"{os.path.basename(script)} ended without calling {target}")
 
     return run_script
+
+
+def prime(repo: str, entries: set[str]) -> None:
+    """Run each entry script's top (its imports and definitions, not its `__main__` block) once in the
+    leader, so that every warm leader forked from it inherits the imports. A script that fails here fails
+    again in its suites, which report it."""
+    for entry in sorted(e for e in entries if e):
+        script = os.path.join(repo, entry)
+        sys.path.insert(0, os.path.dirname(script))
+        try:
+            runpy.run_path(script, run_name="__prtriage_prime__")
+        except (Exception, SystemExit):
+            continue
+        finally:
+            sys.path.remove(os.path.dirname(script))

@@ -64,6 +64,8 @@ class Job:
         except tolerant.ReplacementError as exc:
             raise leader.ImportFailure(str(exc)) from None
         entry = self._import_entry()
+        if self.validation.get("run_entry_script"):
+            entryscript.prime(self.repo, {str(s.get("entry") or "") for s in self.suites})
         return suiterun.Revision(repo=self.repo, entry=entry, base_env=self.base_env,
                                  suite_seconds=self.suite_seconds,
                                  rewrites=record.prepare(list(self.validation.get("functions") or ()),
