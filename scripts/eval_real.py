@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import statistics
 import subprocess
@@ -47,6 +48,7 @@ from app.analysis.policy import POLICIES_DIR, Policy, load_policy
 POLICY = POLICIES_DIR / "radixark" / "miles.yml"
 GOOD_SHARE = 0.95  # base acceptance from which the analysis is taken to see the repository as CI does
 TOP_ERRORS = 3
+FILE_WORD = re.compile(r"[\w./-]+\.(?:ya?ml|py|sh|json)\b")
 
 
 @dataclass(frozen=True)
@@ -160,13 +162,18 @@ def evaluate(repo: Path, commit: Commit, args: argparse.Namespace, cache_dir: Pa
             "timing": report["timing"]}
 
 
+def reason_kind(reason: str) -> str:
+    """A capture reason without the file it names (`<file>: its script sets no X`): one count per cause."""
+    return FILE_WORD.sub("<file>", reason.split("\n")[0])[:160]
+
+
 def capture_figures(capture: dict[str, Any]) -> dict[str, Any]:
     """CI scripts or cases captured of those considered, and the rest counted by reason: what was left out
     and why (disabled by its CI, launching no entry, failed), the reason's first part, so a recipe's cases
     count together."""
     reasons: Counter[str] = Counter()
     for kind in ("no_entry", "failed", "partial"):
-        reasons.update(f"{kind}: {item['reason'].split(chr(10))[0][:160]}" for item in capture.get(kind, ()))
+        reasons.update(f"{kind}: {reason_kind(item['reason'])}" for item in capture.get(kind, ()))
     return {"scripts": capture["scripts"], "captured": capture["captured"],
             "disabled": len(capture.get("disabled", ())), "not_captured": dict(reasons.most_common())}
 
@@ -209,7 +216,10 @@ def table(rows: list[dict[str, Any]], total: dict[str, Any]) -> str:
             c = r["capture"]
             lines.append(f"{'':>47}captured {c['captured']} of {c['scripts']} CI scripts/cases "
                          f"({c['disabled']} disabled by CI)")
-            lines += [f"{'':>47}not captured x{n}: {why}" for why, n in c["not_captured"].items()]
+            regrouped: Counter[str] = Counter()
+            for why, n in c["not_captured"].items():
+                regrouped[reason_kind(why)] += n
+            lines += [f"{'':>47}not captured x{n}: {why}" for why, n in regrouped.most_common()]
         if below(r):
             lines += [f"{'':>47}base error x{e['count']}: {e['error'][:160]}"
                       for e in r.get("base_errors", [])]
