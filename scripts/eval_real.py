@@ -8,6 +8,8 @@
     .venv/bin/python scripts/eval_real.py --repo /tmp/torchtitan --since 2026-07-01 --newest-first \
         --limit 20 --policy policies/pytorch/torchtitan.yml --exclude-path tests/assets/c4_test/data.json \
         --out benchmarks/out/eval_torchtitan.json
+    .venv/bin/python scripts/eval_real.py --repo /tmp/megatron --since 2026-08-01 --newest-first \
+        --limit 5 --policy policies/NVIDIA/Megatron-LM.yml --out benchmarks/out/eval_megatron.json
     .venv/bin/python scripts/eval_real.py --table-from benchmarks/out/eval_real.json
 
 A clone that lacks some blobs (a mirror without its largest files) cannot be exported whole: each
@@ -18,7 +20,8 @@ For each first-parent commit of --branch since --since whose diff against its pa
 `validation.paths`, runs `prtriage check --repo REPO --base <parent> --head <commit> --format json` (one
 cache dir shared by all, as the App's would be) and reports the commit's exit status, its suites, how many
 the base accepts (CI starts them all: a base rejection the head does not fix is the analyser's blindness), the
-base's errors grouped, its findings and its time. Not run by CI: it needs a fetched repository. The JSON is
+base's errors grouped, its findings, its time, and the CI scripts (or yaml_args cases) captured with the rest
+counted by reason. Not run by CI: it needs a fetched repository. The JSON is
 rewritten after each commit, so a long run can be read while it goes.
 """
 
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import statistics
 import subprocess
@@ -44,6 +48,7 @@ from app.analysis.policy import POLICIES_DIR, Policy, load_policy
 POLICY = POLICIES_DIR / "radixark" / "miles.yml"
 GOOD_SHARE = 0.95  # base acceptance from which the analysis is taken to see the repository as CI does
 TOP_ERRORS = 3
+FILE_WORD = re.compile(r"[\w./-]+\.(?:ya?ml|py|sh|json)\b")
 
 
 @dataclass(frozen=True)
@@ -153,7 +158,24 @@ def evaluate(repo: Path, commit: Commit, args: argparse.Namespace, cache_dir: Pa
     capture = report["capture"]
     return {**row, **base_figures(report), "findings": findings(report),
             "validation_changed": report["validation_changed"], "capture_cached": capture["cached"],
-            "capture_failed": len(capture["failed"]), "timing": report["timing"]}
+            "capture_failed": len(capture["failed"]), "capture": capture_figures(capture),
+            "timing": report["timing"]}
+
+
+def reason_kind(reason: str) -> str:
+    """A capture reason without the file it names (`<file>: its script sets no X`): one count per cause."""
+    return FILE_WORD.sub("<file>", reason.split("\n")[0])[:160]
+
+
+def capture_figures(capture: dict[str, Any]) -> dict[str, Any]:
+    """CI scripts or cases captured of those considered, and the rest counted by reason: what was left out
+    and why (disabled by its CI, launching no entry, failed), the reason's first part, so a recipe's cases
+    count together."""
+    reasons: Counter[str] = Counter()
+    for kind in ("no_entry", "failed", "partial"):
+        reasons.update(f"{kind}: {reason_kind(item['reason'])}" for item in capture.get(kind, ()))
+    return {"scripts": capture["scripts"], "captured": capture["captured"],
+            "disabled": len(capture.get("disabled", ())), "not_captured": dict(reasons.most_common())}
 
 
 def fixed_at_head(row: dict[str, Any]) -> int:
@@ -190,6 +212,14 @@ def table(rows: list[dict[str, Any]], total: dict[str, Any]) -> str:
                      f"{r['seconds']:>6.1f}  {r['subject'][:70]}")
         lines += [f"{'':>47}{f['kind']} {f['severity']}: {f['scripts']} scripts, {f['suites']} suites"
                   + (f" at {f['where']}" if f["where"] else "") for f in r["findings"]]
+        if "capture" in r:
+            c = r["capture"]
+            lines.append(f"{'':>47}captured {c['captured']} of {c['scripts']} CI scripts/cases "
+                         f"({c['disabled']} disabled by CI)")
+            regrouped: Counter[str] = Counter()
+            for why, n in c["not_captured"].items():
+                regrouped[reason_kind(why)] += n
+            lines += [f"{'':>47}not captured x{n}: {why}" for why, n in regrouped.most_common()]
         if below(r):
             lines += [f"{'':>47}base error x{e['count']}: {e['error'][:160]}"
                       for e in r.get("base_errors", [])]

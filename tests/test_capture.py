@@ -341,6 +341,9 @@ def miles_policy(**limits: Any) -> Policy:
     twin_policy = POLICIES.parent / "tests" / "twin" / "policy.yml"
     raw = load_policy(twin_policy).model_dump(mode="json", by_alias=True)
     raw["harness"]["limits"].update({"suite_seconds": SUITE_SECONDS, **limits})
+    # torch is absent on a miles CI host's capture path: stubbed even where CPU torch is installed (its real
+    # import takes seconds, and the scripts' time limits are the twin's)
+    raw["harness"]["stub_modules"] = ["torch", *raw["harness"].get("stub_modules", [])]
     return Policy.model_validate(raw)
 
 

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.analysis.model import CaptureFailure, Matrix, Suite
-from app.analysis.policy import Policy, PythonDefinitions, Recording, StaticSuites
+from app.analysis.policy import Policy, PythonDefinitions, Recording, StaticSuites, YamlArgs
+from app.analysis.recipes import CaseListing
 
 RUNTIME_ENV_OPTION = "--runtime-env-json"
 PARTIAL = "partial capture: "  # reason prefix of a script that yielded suites and then failed
@@ -120,9 +121,11 @@ def _repo_relative(word: str, cwd: str, repo_mount: str) -> str:
     return word
 
 
-def build_matrix(policy: Policy, reports: Mapping[int, Sequence[ScriptReport]], repo_mount: str) -> Matrix:
+def build_matrix(policy: Policy, reports: Mapping[int, Sequence[ScriptReport]], repo_mount: str,
+                 listings: Mapping[int, CaseListing] | None = None) -> Matrix:
     """The matrix of all sources: `reports` holds the script reports of each source that runs scripts
-    (record_launches, workflow_rows: one report per row) by index."""
+    (record_launches, workflow_rows: one report per row) by index; `listings` the cases of each yaml_args
+    source, read on the host."""
     suites: list[Suite] = []
     kinds: dict[str, list[CaptureFailure]] = {"failed": [], "no_entry": [], "partial": []}
     disabled: list[str] = []
@@ -131,6 +134,15 @@ def build_matrix(policy: Policy, reports: Mapping[int, Sequence[ScriptReport]], 
         if isinstance(source, StaticSuites):
             suites.extend(Suite(id=s.id, script=f"policy:matrix.sources[{index}]", argv=tuple(s.argv),
                                 env=dict(s.env)) for s in source.suites)
+            continue
+        if isinstance(source, YamlArgs):
+            listing = (listings or {}).get(index) or CaseListing()
+            suites.extend(Suite(id=s.id, script=s.case, argv=s.argv, env=dict(s.env), entry=s.entry)
+                          for s in listing.suites)
+            kinds["failed"] += [CaptureFailure(case, reason) for case, reason in listing.failed]
+            kinds["no_entry"] += [CaptureFailure(case, reason) for case, reason in listing.no_entry]
+            disabled += listing.disabled
+            scripts, captured = scripts + listing.cases, captured + listing.captured
             continue
         for report in sorted(reports.get(index, ()), key=lambda r: r.script):
             if isinstance(source, PythonDefinitions):

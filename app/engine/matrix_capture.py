@@ -27,8 +27,10 @@ from app.analysis.policy import (
     RecordLaunches,
     WorkflowRows,
     WorkflowSteps,
+    YamlArgs,
     path_matches,
 )
+from app.analysis.recipes import CaseListing, list_cases
 from app.analysis.workflow_rows import MAX_WORKFLOW_BYTES, WorkflowError, WorkflowRow, rows_from_workflow
 from app.analysis.workflow_steps import list_steps
 from app.bundled import package_file
@@ -67,9 +69,11 @@ def capture_matrix(tree: Path, policy: Policy, *, cache_dir: Path | None, allow_
             read = functools.partial(_read_workflow, tree)
             scripts[index], off = list_steps(_tree_files(tree), read, source)
             disabled[index] = [ScriptReport(label, "disabled") for label in off]
+    listings = {index: list_yaml_cases(tree, source) for index, source in enumerate(policy.matrix.sources)
+                if isinstance(source, YamlArgs)}
     listed = [f"{index}:{item['id']}" for index, items in sorted(scripts.items()) for item in items]
     cache = MatrixCache(cache_dir / "matrix" / repository_key(repository) / capture_key(policy),
-                        tree_digest(fingerprints(tree))) if cache_dir else None
+                        tree_digest(fingerprints(tree))) if cache_dir and listed else None  # else: no sandbox
     if cache is not None:
         cached = cache.lookup(listed)
         if cached is not None:
@@ -82,7 +86,7 @@ def capture_matrix(tree: Path, policy: Policy, *, cache_dir: Path | None, allow_
             reports.setdefault(index, []).extend(found)
             complete = complete and _ran_to_completion(run, found, [item["id"] for item in items])
             repo_mount = repo_mount or _repo_mount(run)
-    matrix = build_matrix(policy, reports, repo_mount)
+    matrix = build_matrix(policy, reports, repo_mount, listings)
     if cache is not None and complete:
         cache.store(listed, matrix)
     return matrix, False
@@ -100,6 +104,15 @@ def list_scripts(tree: Path, source: RecordLaunches) -> list[str]:
     return sorted(path for path in _tree_files(tree)
                   if any(path_matches(path, g) for g in source.scripts)
                   and not any(path_matches(path, g) for g in source.exclude))
+
+
+def list_yaml_cases(tree: Path, source: YamlArgs) -> CaseListing:
+    """A yaml_args source's cases, read on the host (the files are data: nothing of them runs)."""
+    listing = list_cases(source, list(_tree_files(tree)),
+                         lambda path: (tree / path).read_text(encoding="utf-8", errors="replace"))
+    for note in listing.notes:
+        log.warning("yaml args: %s", note)
+    return listing
 
 
 def list_rows(tree: Path, source: WorkflowRows) -> tuple[list[CaptureItem], list[str]]:

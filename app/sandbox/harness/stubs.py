@@ -51,6 +51,7 @@ def install(repo: str, harness_policy: dict[str, Any]) -> None:
     _real = frozenset(harness_policy.get("real_packages") or ())
     _forced = frozenset(harness_policy.get("stub_modules") or ()) - _real
     _import_real_packages(sorted(_real))
+    install_backports(dict(harness_policy.get("backports") or {}))
     _forget_forced_modules()
     _install_stub_versions()
     sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _StubFinder)]
@@ -123,6 +124,21 @@ def stub_module(module_name: str) -> types.ModuleType:
             if depth > 1:
                 setattr(sys.modules[".".join(parts[:depth - 1])], parts[depth - 1], module)
     return sys.modules[module_name]
+
+
+def install_backports(backports: dict[str, str]) -> None:
+    """`module.attr: other.module:attr`: set on a real module that lacks it (the sandbox's Python is older
+    than the repository's: `typing.override` is 3.12's). An attribute already there stays; a backport
+    whose source does not import is left out, and the repository's own import error says why."""
+    for target, origin in backports.items():
+        module_name, _, attr = target.rpartition(".")
+        origin_module, _, origin_attr = origin.partition(":")
+        try:
+            module = importlib.import_module(module_name)
+            if not hasattr(module, attr):
+                setattr(module, attr, getattr(importlib.import_module(origin_module), origin_attr))
+        except (ImportError, AttributeError):
+            continue
 
 
 def _import_real_packages(names: Sequence[str]) -> None:

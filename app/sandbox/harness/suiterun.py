@@ -145,6 +145,10 @@ class _Tail(io.TextIOBase):
     def isatty(self) -> bool:
         return False
 
+    def fileno(self) -> int:
+        """The real stream's descriptor: `faulthandler.enable()` at a module's import writes to it."""
+        return int(self.through.fileno())
+
     def text(self) -> str:
         return self.kept
 

@@ -19,6 +19,7 @@ HARNESS_DIR = os.path.dirname(os.path.abspath(__file__))
 if TYPE_CHECKING:  # inside the sandbox the harness directory is on sys.path, siblings are top-level modules
     from app.sandbox.harness import (
         common,
+        entryscript,
         fsfakes,
         hydra_entry,
         leader,
@@ -30,6 +31,7 @@ if TYPE_CHECKING:  # inside the sandbox the harness directory is on sys.path, si
     )
 else:
     import common
+    import entryscript
     import fsfakes
     import hydra_entry
     import leader
@@ -39,8 +41,8 @@ else:
     import suiterun
     import tolerant
 
-HARNESS_MODULES = ("common", "envprobe", "fsfakes", "hydra_entry", "leader", "linewatch", "record", "stubs",
-                   "suiterun", "tolerant", "vpaths")
+HARNESS_MODULES = ("common", "entryscript", "envprobe", "fsfakes", "hydra_entry", "leader", "linewatch",
+                   "record", "stubs", "suiterun", "tolerant", "vpaths")
 
 
 class Job:
@@ -64,6 +66,8 @@ class Job:
         except tolerant.ReplacementError as exc:
             raise leader.ImportFailure(str(exc)) from None
         entry = self._import_entry()
+        if self.validation.get("run_entry_script"):
+            entryscript.prime(self.repo, {str(s.get("entry") or "") for s in self.suites})
         return suiterun.Revision(repo=self.repo, entry=entry, base_env=self.base_env,
                                  suite_seconds=self.suite_seconds,
                                  rewrites=record.prepare(list(self.validation.get("functions") or ()),
@@ -76,6 +80,9 @@ class Job:
             return self._hydra_entry(target)
         try:
             owner: Any = importlib.import_module(module_name)
+            if self.validation.get("run_entry_script"):
+                getattr(owner, function)  # a missing entry fails here, as an import failure
+                return entryscript.through_script(owner, function, target)
             for name in function.split("."):
                 owner = _instance_method(owner, name) or getattr(owner, name)
         except (Exception, SystemExit) as exc:
@@ -86,7 +93,6 @@ class Job:
         if not callable(owner):
             raise leader.ImportFailure(f"the validation entry {target} is not callable")
         return owner
-
 
     def _hydra_entry(self, target: str) -> Any:
         """The composer of `target`'s @hydra.main config and the policy's checks (hydra_entry.py)."""

@@ -1,0 +1,68 @@
+"""Validation reached through the suite's entry script: the script runs as `__main__`, as CI starts it, and
+the run stops where the validation entry returns.
+
+For repositories whose entry scripts each pass their own extra-args provider and defaults to one shared
+validator (Megatron-LM: `pretrain_gpt.py`, `examples/inference/.../gpt_dynamic_inference.py` all call
+`parse_and_validate_args(extra_args_provider=..., args_defaults=...)`): calling the validator directly
+would miss the script's flags. Runs INSIDE the sandbox: the standard library only.
+"""
+
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+from collections.abc import Callable
+from typing import Any
+
+
+class EntryReturned(BaseException):
+    """The validation entry returned: the suite is accepted and the rest of the script (training) never
+    runs. A BaseException: the script's own `except Exception` does not swallow it."""
+
+
+class EntryNotCalled(Exception):
+    """The entry script ended without calling the validation entry."""
+
+
+def through_script(module: Any, name: str, target: str) -> Callable[[], None]:
+    """Wrap `module.name` so that its return ends the run, and return what runs the suite's script.
+
+    The script imports the entry by name at its top (`from m import parse_and_validate_args`), which it
+    re-executes on every run: it binds the wrapper."""
+    validator = getattr(module, name)
+
+    def stop_after(*args: Any, **kwargs: Any) -> Any:
+        validator(*args, **kwargs)
+        raise EntryReturned()
+
+    stop_after.__name__ = stop_after.__qualname__ = name
+    setattr(module, name, stop_after)
+
+    def run_script() -> None:
+        script = sys.argv[0]
+        sys.path.insert(0, os.path.dirname(script))  # as `python script.py` puts the script's directory
+        try:
+            runpy.run_path(script, run_name="__main__")
+        except EntryReturned:
+            return
+        finally:
+            sys.path.remove(os.path.dirname(script))
+        raise EntryNotCalled(f"{os.path.basename(script)} ended without calling {target}")
+
+    return run_script
+
+
+def prime(repo: str, entries: set[str]) -> None:
+    """Run each entry script's top (its imports and definitions, not its `__main__` block) once in the
+    leader, so that every warm leader forked from it inherits the imports. A script that fails here fails
+    again in its suites, which report it."""
+    for entry in sorted(e for e in entries if e):
+        script = os.path.join(repo, entry)
+        sys.path.insert(0, os.path.dirname(script))
+        try:
+            runpy.run_path(script, run_name="__prtriage_prime__")
+        except (Exception, SystemExit):
+            continue
+        finally:
+            sys.path.remove(os.path.dirname(script))
