@@ -59,6 +59,18 @@ class WorkflowListing:
 
 def rows_from_workflow(text: str, path: str, source: WorkflowRows) -> WorkflowListing:
     """The matrix rows of the jobs `source` selects in one workflow file. Raises WorkflowError."""
+    jobs, workflow_env = workflow_jobs(text, path)
+    listing = WorkflowListing()
+    for name, job in jobs.items():
+        if not isinstance(job, dict) or not _selected(str(name), source):
+            continue
+        _list_job(listing, f"{path}:{name}", job, workflow_env, source)
+    return listing
+
+
+def workflow_jobs(text: str, path: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A workflow file's jobs by id and its top-level `env`, read within bounds (size, depth, values once
+    aliases are expanded: the file is a pull request's). Raises WorkflowError."""
     if len(text.encode()) > MAX_WORKFLOW_BYTES:
         raise WorkflowError(f"{path}: larger than {MAX_WORKFLOW_BYTES} bytes")
     try:
@@ -72,13 +84,7 @@ def rows_from_workflow(text: str, path: str, source: WorkflowRows) -> WorkflowLi
     jobs = workflow.get("jobs") if isinstance(workflow, dict) else None
     if not isinstance(jobs, dict):
         raise WorkflowError(f"{path}: no `jobs` mapping")
-    listing = WorkflowListing()
-    workflow_env = _mapping(workflow.get("env"))
-    for name, job in jobs.items():
-        if not isinstance(job, dict) or not _selected(str(name), source):
-            continue
-        _list_job(listing, f"{path}:{name}", job, workflow_env, source)
-    return listing
+    return {str(k): v for k, v in jobs.items()}, _mapping(workflow.get("env"))
 
 
 def _within_bound(document: Any) -> bool:

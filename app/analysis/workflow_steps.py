@@ -15,18 +15,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
 from app.analysis.policy import WorkflowSteps, glob_regex, path_matches
 from app.analysis.workflow_rows import (
-    MAX_WORKFLOW_BYTES,
     WorkflowError,
     _literally_false,
     _mapping,
-    _within_bound,
     expand_matrix,
     render,
     row_env,
+    workflow_jobs,
 )
 
 log = logging.getLogger(__name__)
@@ -57,7 +54,7 @@ class StepListing:
 
 def steps_from_workflow(text: str, path: str, source: WorkflowSteps) -> StepListing:
     """The `run:` steps naming one of the source's scripts, in the jobs it selects. Raises WorkflowError."""
-    jobs, workflow_env = _jobs(text, path)
+    jobs, workflow_env = workflow_jobs(text, path)
     listing = StepListing()
     patterns = [glob_regex(g) for g in source.scripts]
     for name, job in jobs.items():
@@ -77,23 +74,6 @@ def scripts_named(run: str, patterns: list[re.Pattern[str]]) -> tuple[str, ...]:
     """The words of a step's text that are CI scripts of the source (`bash tests/x.sh`, `./tests/x.sh`)."""
     words = (word.removeprefix("./") for word in _WORD.findall(run))
     return tuple(dict.fromkeys(w for w in words if any(p.fullmatch(w) for p in patterns)))
-
-
-def _jobs(text: str, path: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    if len(text.encode()) > MAX_WORKFLOW_BYTES:
-        raise WorkflowError(f"{path}: larger than {MAX_WORKFLOW_BYTES} bytes")
-    try:
-        workflow = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise WorkflowError(f"{path}: not valid YAML: {exc}") from None
-    except RecursionError:
-        raise WorkflowError(f"{path}: nested too deeply") from None
-    if not _within_bound(workflow):
-        raise WorkflowError(f"{path}: too many values once its aliases are expanded")
-    jobs = workflow.get("jobs") if isinstance(workflow, dict) else None
-    if not isinstance(jobs, dict):
-        raise WorkflowError(f"{path}: no `jobs` mapping")
-    return {str(k): v for k, v in jobs.items()}, _mapping(workflow.get("env"))
 
 
 def _job_steps(job: dict[str, Any], patterns: list[re.Pattern[str]]) -> list[tuple[int, dict[str, Any]]]:
