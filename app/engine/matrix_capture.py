@@ -122,10 +122,7 @@ def list_rows(tree: Path, source: WorkflowRows) -> tuple[list[CaptureItem], list
     disabled: list[str] = []
     for path in sorted(p for p in _tree_files(tree) if any(path_matches(p, g) for g in source.workflows)):
         try:
-            if (tree / path).stat().st_size > MAX_WORKFLOW_BYTES:
-                raise WorkflowError(f"{path}: larger than {MAX_WORKFLOW_BYTES} bytes")
-            listing = rows_from_workflow((tree / path).read_text(encoding="utf-8", errors="replace"), path,
-                                         source)
+            listing = rows_from_workflow(_read_workflow(tree, path), path, source)
         except (OSError, WorkflowError) as exc:
             log.warning("workflow rows: %s", exc)
             continue
