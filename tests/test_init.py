@@ -76,6 +76,7 @@ def test_registered_scripts_shape(tmp_path: Path) -> None:
     assert source["registration"] == {"function": "tests.ci.register:register_cuda_ci",
                                       "disabled_kwarg": "disabled", "suite_kwarg": "suite"}
     assert source["entry"] == r"(^|/)(train)\.py$"
+    assert source["env_from"] == ["exported"]  # no job submitted to Ray in this tree
     assert "2 scripts under tests/e2e/" in starter.why["matrix.sources[0]"]
     parse_policy(render(starter), "starter")  # the policy language accepts what init writes
 
@@ -94,7 +95,7 @@ def test_workflow_rows_shape_and_megatron_based_validator(tmp_path: Path) -> Non
         "wren/backends/__init__.py": "",
         "wren/backends/engine_args.py": "def validate_args(args):\n    pass\n",
         "wren/backends/server_args.py": "def validate_args(args):\n    pass\n",
-        "tests/test_tiny_run.py": "import os\n",
+        "tests/test_tiny_run.py": "import os\nJOB = ['ray', 'job', 'submit', '--runtime-env-json']\n",
         ".github/workflows/pr-test.yml": """\
             on: pull_request
             jobs:
@@ -125,6 +126,7 @@ def test_workflow_rows_shape_and_megatron_based_validator(tmp_path: Path) -> Non
     assert (source["kind"], source["script"], source["args"], source["script_dir"]) == \
         ("workflow_rows", "info.test_file", "info.test_args", "tests")
     assert source["workflows"] == [".github/workflows/pr-test.yml"]
+    assert source["env_from"] == ["runtime_env_json"]  # its environment travels with the Ray job
 
 
 def test_python_definitions_shape(tmp_path: Path) -> None:

@@ -124,7 +124,8 @@ def detect(root: Path) -> Starter:
     starter = Starter({"version": 1})
     validation, used = _validation(root, modules, starter.why)
     starter.policy["validation"] = validation
-    sources = list(_sources(root, _entry_pattern(validation["entry"], validation["paths"])))
+    recording = _recording(_entry_pattern(validation["entry"], validation["paths"]), modules)
+    sources = list(_sources(root, recording))
     if not sources:
         raise NoValidator(f"found the validator {validation['entry']}, but no CI source this detection "
                           "knows: GitHub workflow matrix rows naming scripts, scripts registering with CI, "
@@ -293,31 +294,21 @@ def _entry_pattern(entry: str, paths: list[str]) -> str:
     return rf"(^|/){package}/train\.py$"
 
 
-def _sources(root: Path, entry_pattern: str) -> Iterator[tuple[dict[str, Any], str]]:
-    yield from _workflow_rows(root, entry_pattern)
-    yield from _registered_scripts(root, entry_pattern)
+def _sources(root: Path, recording: dict[str, Any]) -> Iterator[tuple[dict[str, Any], str]]:
+    yield from _workflow_rows(root, recording)
+    yield from _registered_scripts(root, recording)
     yield from _python_definitions(root)
 
 
-def _recording(root: Path, entry_pattern: str) -> dict[str, Any]:
+def _recording(entry_pattern: str, modules: dict[str, Module]) -> dict[str, Any]:
     """How scripts are recorded: a job submitted to Ray carries its environment in --runtime-env-json,
     any other in what the script exports."""
-    ray_jobs = _mentions(root, "runtime-env-json")
-    return {"entry": entry_pattern, "launchers": LAUNCHERS,
+    ray_jobs = any("runtime-env-json" in module.source for module in modules.values())
+    return {"entry": entry_pattern, "launchers": list(LAUNCHERS),
             "env_from": ["runtime_env_json"] if ray_jobs else ["exported"]}
 
 
-def _mentions(root: Path, needle: str) -> bool:
-    return any(needle in _read(path) for path in _python_files(root))
-
-
-def _python_files(root: Path) -> Iterator[Path]:
-    for path in root.rglob("*.py"):
-        if not any(part in SKIP_DIRS for part in path.relative_to(root).parts[:-1]):
-            yield path
-
-
-def _workflow_rows(root: Path, entry_pattern: str) -> Iterator[tuple[dict[str, Any], str]]:
+def _workflow_rows(root: Path, recording: dict[str, Any]) -> Iterator[tuple[dict[str, Any], str]]:
     """Workflows whose job matrices list rows with a field naming a Python script."""
     for workflow in sorted((root / ".github" / "workflows").glob("*.y*ml")):
         try:
@@ -331,7 +322,7 @@ def _workflow_rows(root: Path, entry_pattern: str) -> Iterator[tuple[dict[str, A
         script_dir = _script_dir(root, document, matrix_key, script_field)
         source = {"kind": "workflow_rows", "workflows": [f".github/workflows/{workflow.name}"],
                   "script": f"{matrix_key}.{script_field}", "script_dir": script_dir,
-                  "command": ["python", "{script}"], **_recording(root, entry_pattern)}
+                  "command": ["python", "{script}"], **copy.deepcopy(recording)}
         if args_field:
             source["args"] = f"{matrix_key}.{args_field}"
         yield source, (f"{workflow.name}: {rows} matrix rows name a script in `{matrix_key}.{script_field}`; "
@@ -377,7 +368,7 @@ def _script_dir(root: Path, document: dict[str, Any], matrix_key: str, script_fi
     return ""
 
 
-def _registered_scripts(root: Path, entry_pattern: str) -> Iterator[tuple[dict[str, Any], str]]:
+def _registered_scripts(root: Path, recording: dict[str, Any]) -> Iterator[tuple[dict[str, Any], str]]:
     """Test scripts that register with CI by calling a `register_*` function of the tests (GPU first)."""
     if not (root / "tests").is_dir():
         return
@@ -398,7 +389,7 @@ def _registered_scripts(root: Path, entry_pattern: str) -> Iterator[tuple[dict[s
                                                "disabled"),
                         "suite_kwarg": "suite" if "suite" in parameters else None}
         source = {"kind": "record_launches", "scripts": [f"{under}**/test_*.py"],
-                  "command": ["python3", "{script}"], **_recording(root, entry_pattern),
+                  "command": ["python3", "{script}"], **copy.deepcopy(recording),
                   "registration": registration}
         count = sum(1 for p in callers if p.as_posix().startswith(under))
         yield source, f"{count} scripts under {under} register with CI through {name}"
