@@ -6,9 +6,11 @@ without the replacements that serve speed (`memoize`, `identity_decorator`): the
 
 Not run by CI (it needs a fetched repository and CPU torch). One cache dir is filled by a first check (not
 timed), then the two policies are checked in turn, interleaved, `--repeat` times each: trees and matrix are
-cached for both (the matrix cache key does not cover `validation.replace`). Each pair must agree suite by
-suite, at base and at head, and with the same findings: a speed-up that changes an answer is a wrong
-result, exit 1 with no figures. Prints medians, the ratio baseline / policy and the machine's load.
+cached for both (the matrix cache key does not cover `validation.replace`); the base's results of an
+earlier check are not (`validation_cache`, emptied before each run): both revisions are validated. Each
+pair must agree suite by suite, at base and at head, and with the same findings: a speed-up that changes an
+answer is a wrong result, exit 1 with no figures. Prints medians, the ratio baseline / policy and the
+machine's load.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -48,6 +51,7 @@ def baseline_policy(policy: Path, out: Path) -> int:
 
 
 def check(args: argparse.Namespace, policy: Path, cache_dir: Path) -> tuple[float, dict[str, Any]]:
+    shutil.rmtree(cache_dir / "validation", ignore_errors=True)  # both revisions validated, every run
     command = [sys.executable, "-m", "app.cli", "check", "--repo", str(args.repo), "--base", args.base,
                "--head", args.head, "--policy", str(policy), "--format", "json", "--cache-dir",
                str(cache_dir), "--no-progress"]
