@@ -222,3 +222,39 @@ def test_the_fast_path_runs_nothing(tmp_path: Path) -> None:
     assert report.changed_paths == ("README.md",)
     assert report.matrix.suites == () and report.findings == ()
     assert not (tmp_path / "cache").exists()
+
+
+def test_the_base_validated_once_serves_the_next_check_of_the_same_job(tmp_path: Path) -> None:
+    base, head = two_trees(tmp_path, PLAIN_ARGUMENTS, PLAIN_ARGUMENTS + "    # first push\n")
+    first = check(base, head, tmp_path)
+    assert not first.base_cached and first.timing.base_s > 0
+    assert list((tmp_path / "cache" / "validation").glob("*.json"))
+    second_head = write_tree(tmp_path / "head2", {"arguments.py": PLAIN_ARGUMENTS + "    # second push\n",
+                                                  "train.py": TRAIN, "tests/test_lora.py": CI_SCRIPT})
+    second_head.chmod(0o755)
+    second = check(base, second_head, tmp_path)
+    assert second.base_cached
+    assert dict(second.base) == dict(first.base)
+    assert second.outcome("base", "tests/test_lora.py").outcome == "accepted"
+
+
+def test_another_job_on_the_same_base_validates_it_again(tmp_path: Path) -> None:
+    """A pull request whose CI scripts differ (its own suites) or a changed policy never reads another's
+    base results: they are a different job."""
+    base, head = two_trees(tmp_path, PLAIN_ARGUMENTS, PLAIN_ARGUMENTS + "    # changed\n")
+    assert not check(base, head, tmp_path).base_cached
+    (head / "tests" / "test_lora.py").write_text(CI_SCRIPT.replace("'--lora'", "'--lora', '--colocate'"))
+    own_suites = check(base, head, tmp_path)
+    assert not own_suites.base_cached
+    assert own_suites.matrix.suites[0].argv == ("--colocate", "--lora", "--colocate")
+    assert not check(base, head, tmp_path, run_policy(suite_seconds=19)).base_cached
+    assert check(base, head, tmp_path).base_cached  # the same job as the second check
+
+
+def test_a_base_with_an_error_is_not_kept(tmp_path: Path) -> None:
+    hanging = PLAIN_ARGUMENTS + "    while True:\n        pass\n"
+    base, head = two_trees(tmp_path, hanging, PLAIN_ARGUMENTS)
+    for _ in range(2):  # the time limit is not carried into the next check: it runs (and fails) again
+        with pytest.raises(AnalysisError, match=r"could not run at the base revision.*timed out"):
+            check(base, head, tmp_path, run_policy(suite_seconds=1))
+        assert not list((tmp_path / "cache" / "validation").glob("*.json"))

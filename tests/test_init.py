@@ -265,3 +265,90 @@ def test_init_on_a_tree_without_a_validator_exits_3(tmp_path: Path) -> None:
                    cache_dir=tmp_path / "cache")
     assert run.returncode == 3 and "no command-line validator found" in run.stderr, run.describe()
     assert not (tmp_path / "out.yml").exists()
+
+
+SERVER_INFO = '''\
+import requests
+
+
+def get_server_info(url: str, timeout: float = 30.0) -> dict:
+    errors = []
+    for endpoint in ("/server_info", "/get_server_info"):
+        try:
+            response = requests.get(f"{url}{endpoint}", timeout=timeout)
+            return response.json()
+        except Exception as exc:
+            errors.append(f"{endpoint}: {exc}")
+    raise RuntimeError(f"Failed to fetch server info from {url}: {'; '.join(errors)}")
+
+
+def discover(addrs):
+    return [get_server_info(addr) for addr in addrs]
+
+
+def load_topology(url):
+    response = requests.get(url)
+    return response.json()
+
+
+class Client:
+    def ask(self, url) -> dict:
+        raise ConnectionError("Connection refused")
+
+
+def untyped(url):
+    raise ConnectionError("Connection refused")
+'''
+REFUSED = ("/server_info: HTTPConnectionPool(host='10.0.0.1', port=30000): Max retries exceeded with url: "
+           "/server_info (Caused by NewConnectionError: Failed to establish a new connection: [Errno 111] "
+           "Connection refused)")
+
+
+def _network_error(tmp_path: Path, marker: str, message: str = REFUSED) -> Outcome:
+    line = next(n for n, text in enumerate(SERVER_INFO.splitlines(), 1) if marker in text)
+    return Outcome("error", "RuntimeError", message, "kite/external.py", line)
+
+
+def _refined_with(tmp_path: Path, error: Outcome) -> tuple[dict, list[str]]:
+    files = argparse_validator("kite") | {"kite/external.py": SERVER_INFO,
+                                          "tests/ci/register.py": "def register_gpu_ci():\n    pass\n",
+                                          "tests/e2e/test_a.py": "register_gpu_ci()\n"}
+    starter = detect(write(tmp_path, files))
+    suite = Suite("tests/e2e/test_a.py", "tests/e2e/test_a.py", ("--option-1", "2"))
+    matrix = Matrix((suite,), scripts=1, captured=1)
+    health = assess(matrix, {suite.id: SuiteResult(suite.id, error)}, {}, {})
+    refined = refine(starter, matrix.suites, health, tmp_path)
+    return refined.policy["validation"], refined.rounds[-1]
+
+
+def test_refine_answers_for_the_function_that_asked_a_server(tmp_path: Path) -> None:
+    validation, changes = _refined_with(tmp_path, _network_error(tmp_path, "raise RuntimeError"))
+    assert validation["replace"] == [{"target": "kite.external:get_server_info", "with": "return_value",
+                                      "value": {}, "only_if_missing": False}]
+    assert changes == ["validation.replace += kite.external:get_server_info returns {}"]
+
+
+def test_an_unannotated_function_returning_json_answers_an_empty_object(tmp_path: Path) -> None:
+    validation, _ = _refined_with(tmp_path, _network_error(tmp_path, "response = requests.get(url)"))
+    assert validation["replace"] == [{"target": "kite.external:load_topology", "with": "return_value",
+                                      "value": {}, "only_if_missing": False}]
+
+
+@pytest.mark.parametrize(("marker", "message"), [
+    ("raise RuntimeError", "Failed to fetch server info: invalid JSON"),  # no network failure
+    ('raise ConnectionError("Connection refused")\n\n\ndef untyped', REFUSED),  # a method reading self
+])
+def test_refine_leaves_what_it_cannot_tell_to_the_user(tmp_path: Path, marker: str, message: str) -> None:
+    line = next(n for n, text in enumerate(SERVER_INFO.splitlines(), 1) if marker.split("\n")[0] in text)
+    error = Outcome("error", "RuntimeError", message, "kite/external.py", line)
+    validation, changes = _refined_with(tmp_path, error)
+    assert "replace" not in validation and changes == []
+
+
+def test_an_unannotated_function_without_json_is_left_to_the_user(tmp_path: Path) -> None:
+    lines = SERVER_INFO.splitlines()
+    line = len(lines)  # untyped's raise: the last line
+    assert "raise ConnectionError" in lines[line - 1]
+    validation, changes = _refined_with(tmp_path, Outcome("error", "ConnectionError", "Connection refused",
+                                                          "kite/external.py", line))
+    assert "replace" not in validation and changes == []

@@ -55,7 +55,8 @@ def test_json_keeps_the_contract_keys_and_nesting() -> None:
                                    "failed": [{"script": "tests/e2e/test_broken.py", "reason": "timed out"}],
                                    "no_entry": [], "partial": []}
     assert document["health"] is None  # not measured in this hand-made report
-    assert document["timing"] == {"capture_s": 1.25, "base_s": 2.5, "head_s": 2.75, "total_s": 6.5}
+    assert document["timing"] == {"capture_s": 1.25, "base_s": 2.5, "head_s": 2.75, "total_s": 6.5,
+                                  "base_cached": False}
     assert document["sandboxed"] is True and document["validation_changed"] is True
 
 
@@ -74,6 +75,8 @@ def test_text_says_first_how_many_suites_break_and_where() -> None:
     assert "AssertionError: colocate needs the weights backuper" in text
     assert all(s.id in text for s in SUITES)
     assert "timing: capture 1.2 s (matrix from cache), base 2.5 s, head 2.8 s, total 6.5 s" in text
+    again = render_text(replace(make_report(), base_cached=True))
+    assert "base 2.5 s (from an earlier check), head 2.8 s" in again
     assert "WITHOUT the sandbox" not in text
 
 

@@ -41,11 +41,15 @@ def _check_target(value: str) -> str:
 class Replacement(_Strict):
     target: str = Field(description="Callable to replace, as 'package.module:attr' (dotted attrs allowed, "
                                     "e.g. 'transformers:AutoConfig.from_pretrained').")
-    with_: Literal["argparse_with_provider", "fixture_namespace", "return_value"] = Field(
+    with_: Literal["argparse_with_provider", "fixture_namespace", "return_value", "memoize",
+                   "identity_decorator"] = Field(
         alias="with",
         description="argparse_with_provider: an argparse parser fed by the extra-args provider the caller "
                     "passes, unknown flags set generically; fixture_namespace: returns a namespace built "
-                    "from the named fixture's JSON content; return_value: returns `value`.")
+                    "from the named fixture's JSON content; return_value: returns `value`; memoize: the "
+                    "repository's own function, computed once per arguments (for a method, per arguments "
+                    "after the instance) and inherited by every suite; identity_decorator: `@target` and "
+                    "`@target(...)` leave the function as it is (a compiler applied at import).")
     provider_kwarg: str = Field("extra_args_provider",
                                 description="argparse_with_provider: keyword that carries the provider.")
     fixture: str | None = Field(None, description="fixture_namespace: `name` of a harness fixture.")

@@ -46,7 +46,8 @@ def report_json(report: CheckReport) -> dict[str, Any]:
         "health": report.health.to_json() if report.health is not None else None,
         "sandboxed": report.sandboxed,
         "timing": {"capture_s": round(report.timing.capture_s, 3), "base_s": round(report.timing.base_s, 3),
-                   "head_s": round(report.timing.head_s, 3), "total_s": round(report.timing.total_s, 3)},
+                   "head_s": round(report.timing.head_s, 3), "total_s": round(report.timing.total_s, 3),
+                   "base_cached": report.base_cached},
         "changed_paths": list(report.changed_paths),
     }
 
@@ -84,8 +85,9 @@ def _summary_lines(report: CheckReport) -> list[str]:
     if report.errored_at_both:
         lines.append(f"{_plural(report.errored_at_both, 'suite')} errored at both revisions (not judged)")
     cached = " (matrix from cache)" if report.capture_cached else ""
-    lines.append(f"timing: capture {timing.capture_s:.1f} s{cached}, base {timing.base_s:.1f} s, "
-                 f"head {timing.head_s:.1f} s, total {timing.total_s:.1f} s")
+    base_cached = " (from an earlier check)" if report.base_cached else ""
+    lines.append(f"timing: capture {timing.capture_s:.1f} s{cached}, base {timing.base_s:.1f} s"
+                 f"{base_cached}, head {timing.head_s:.1f} s, total {timing.total_s:.1f} s")
     return lines
 
 

@@ -36,6 +36,7 @@ class CheckReport:
     head: Mapping[str, SuiteResult] = field(default_factory=dict)
     findings: tuple[Finding, ...] = ()
     capture_cached: bool = False
+    base_cached: bool = False  # the base's results came from an earlier check of the same job
     sandboxed: bool = True  # False only when repository code ran outside the sandbox
     timing: Timing = Timing()
     health: Health | None = None  # None on the fast path: nothing was replayed, nothing to see

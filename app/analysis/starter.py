@@ -33,6 +33,7 @@ import yaml
 from app.analysis.doctor import ATTRIBUTE
 from app.analysis.health import Health
 from app.analysis.model import Outcome, Suite
+from app.analysis.starter_offline import offline_answer
 
 MAX_FILE_BYTES = 2_000_000  # a generated or vendored file is not where a validator lives
 SKIP_DIRS = frozenset({".git", ".github", "docs", "doc", "third_party", "3rdparty", "node_modules", "build",
@@ -509,6 +510,7 @@ def refine(starter: Starter, suites: Iterable[Suite], health: Health, root: Path
     if root is not None:
         for group in health.errors:
             changes += _unset_options(refined, root, group.example)
+            changes += _offline_answer(refined, root, group.example)
         changes += _runner_variables(refined, root, health)
     refined.rounds.append(changes)
     return refined
@@ -598,6 +600,18 @@ def _unset_options(starter: Starter, root: Path, error: Outcome) -> list[str]:
         starter.why["validation.attribute_defaults"] = ("options the validator reads that no parser in the "
                                                         "tree sets: a neutral default each; check them")
     return changes
+
+
+def _offline_answer(starter: Starter, root: Path, error: Outcome) -> list[str]:
+    """The function that asked a server (no network in the sandbox) answers empty (starter_offline)."""
+    found = offline_answer(error, root)
+    validation = starter.policy["validation"]
+    if found is None or any(r["target"] == found[0]["target"] for r in validation.get("replace", [])):
+        return []
+    validation.setdefault("replace", []).append(found[0])
+    starter.why["validation.replace"] = "; ".join(filter(None, [starter.why.get("validation.replace"),
+                                                                found[1]]))
+    return [f"validation.replace += {found[0]['target']} returns {found[0]['value']!r}"]
 
 
 def _runner_variables(starter: Starter, root: Path, health: Health) -> list[str]:

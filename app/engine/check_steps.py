@@ -15,6 +15,7 @@ from app.analysis.policy import Policy, RecordLaunches, parse_policy
 from app.analysis.report import CheckReport, Timing
 from app.analysis.starter import Starter, detect, refine, render
 from app.analysis.verdict import verdict
+from app.engine import validation_cache
 from app.engine.matrix_capture import capture_matrix
 from app.engine.suite_validation import trace_lines, validate_revision
 from app.sandbox.runner import SandboxUnavailable, sandbox_problem
@@ -40,6 +41,7 @@ class _Validated:
     results: dict[str, SuiteResult]
     sandboxed: bool
     seconds: float
+    cached: bool = False
 
 
 def run_check(base_tree: Path, head_tree: Path, policy: Policy, *, base_sha: str | None, head_sha: str | None,
@@ -61,7 +63,7 @@ def run_check(base_tree: Path, head_tree: Path, policy: Policy, *, base_sha: str
                                              repository)
         trace = trace_lines(diff, policy, head_sources)
         base, head = _validate_both(base_tree, head_tree, policy, matrix.suites, trace, allow_unsandboxed,
-                                    progress)
+                                    progress, cache_dir)
     except SandboxUnavailable as exc:
         raise AnalysisError(f"{exc}; {SANDBOX_HINT}") from None
     except PermissionError as exc:  # a tree the sandbox's unprivileged uid cannot read
@@ -74,7 +76,8 @@ def run_check(base_tree: Path, head_tree: Path, policy: Policy, *, base_sha: str
                     total_s=time.monotonic() - started)
     return CheckReport(base_sha, head_sha, validation_changed=True, changed_paths=changed, matrix=matrix,
                        base=base.results, head=head.results, findings=tuple(findings), capture_cached=cached,
-                       sandboxed=base.sandboxed and head.sandboxed, timing=timing, health=health)
+                       base_cached=base.cached, sandboxed=base.sandboxed and head.sandboxed, timing=timing,
+                       health=health)
 
 
 def run_doctor(tree: Path, policy: Policy, *, cache_dir: Path, allow_unsandboxed: bool,
@@ -148,9 +151,10 @@ def _step(progress: Progress | None, step: str) -> Callable[[int, int, str], Non
 
 
 def _validate_both(base_tree: Path, head_tree: Path, policy: Policy, suites: tuple[Suite, ...],
-                   trace: dict[str, list[int]], allow_unsandboxed: bool,
-                   progress: Progress | None) -> tuple[_Validated, _Validated]:
-    """Both revisions at once, each in its own sandbox; only the head is traced (its lines changed)."""
+                   trace: dict[str, list[int]], allow_unsandboxed: bool, progress: Progress | None,
+                   cache_dir: Path) -> tuple[_Validated, _Validated]:
+    """Both revisions at once, each in its own sandbox; only the head is traced (its lines changed). The
+    base's results of an earlier check of the same job are reused (validation_cache)."""
     def validate(tree: Path, step: str, traced: dict[str, list[int]]) -> _Validated:
         started = time.monotonic()
         results, sandboxed = validate_revision(tree, policy, suites, trace=traced,
@@ -158,8 +162,18 @@ def _validate_both(base_tree: Path, head_tree: Path, policy: Policy, suites: tup
                                                on_progress=_step(progress, step))
         return _Validated(results, sandboxed, time.monotonic() - started)
 
+    def validate_base() -> _Validated:
+        started = time.monotonic()
+        key = validation_cache.validation_key(base_tree, policy, suites)
+        cached = validation_cache.lookup(cache_dir, key, suites)
+        if cached is not None:
+            return _Validated(cached, True, time.monotonic() - started, cached=True)
+        validated = validate(base_tree, "base", {})
+        validation_cache.store(cache_dir, key, validated.results, sandboxed=validated.sandboxed)
+        return validated
+
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="prtriage-validate") as pool:
-        base = pool.submit(validate, base_tree, "base", {})
+        base = pool.submit(validate_base)
         head = pool.submit(validate, head_tree, "head", trace)
         return base.result(), head.result()
 

@@ -1,11 +1,12 @@
 """The cache directory (PRTRIAGE_CACHE_DIR): entries made whole under a temporary name and renamed into
 place, marked when used, and pruned least recently used first when the cache grows over its cap.
 
-Entries are `trees/<sha>/` (unpacked source trees) and `matrix/<repository>/<capture key>/<tree hash>.json`
-(captured matrices); an entry's last use is its modification time. A reader marks an entry used (`use`, or
-`cached_entry`) before reading it, and an entry used within RECENT_SECONDS is never removed: a job still
-reading it keeps it whole. Names starting with a dot are temporaries (`.<sha>.….partial`, `.tmp-….json`,
-`.trash-…`); older than RECENT_SECONDS they are leftovers of a process that died, and go too.
+Entries are `trees/<sha>/` (unpacked source trees), `matrix/<repository>/<capture key>/<tree hash>.json`
+(captured matrices) and `validation/<job key>.json` (a base's validation results); an entry's last use is
+its modification time. A reader marks an entry used (`use`, or `cached_entry`) before reading it, and an
+entry used within RECENT_SECONDS is never removed: a job still reading it keeps it whole. Names starting
+with a dot are temporaries (`.<sha>.….partial`, `.tmp-….json`, `.trash-…`); older than RECENT_SECONDS
+they are leftovers of a process that died, and go too.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-SECTIONS = {"trees": 1, "matrix": 3}  # a section of the cache -> the depth of its entries below it
+SECTIONS = {"trees": 1, "matrix": 3, "validation": 1}  # a section of the cache -> its entries' depth
 RECENT_SECONDS = 3600.0  # an entry used this recently may be in a running job's hands
 DEFAULT_MAX_SIZE = "10GB"
 UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,

@@ -11,11 +11,13 @@ from __future__ import annotations
 import argparse
 import copy
 import importlib
+import inspect
 import json
 import os
 import re
 import shutil
 import sys
+import types
 from collections.abc import Callable, Iterable
 from types import FrameType
 from typing import TYPE_CHECKING, Any
@@ -218,12 +220,49 @@ def install_replacements(repo: str, validation_policy: dict[str, Any],
     defaults = dict(validation_policy.get("attribute_defaults") or {})
     for replacement in validation_policy.get("replace") or ():
         target = replacement["target"]
+        if replacement.get("with") == "memoize":
+            _memoize(target)
+            continue
         owner, attribute = _owner_of(target, replacement.get("only_if_missing", True))
         if owner is None:
             continue
         stand_in = _make_stand_in(replacement, fixtures, defaults)
         stand_in.__name__ = stand_in.__qualname__ = attribute
         setattr(owner, attribute, staticmethod(stand_in) if isinstance(owner, type) else stand_in)
+
+
+def _memoize(target: str) -> None:
+    """Wrap the repository's own `target` so that it computes once per arguments (for a method, once per
+    arguments after the instance) and answers a shallow copy after that.
+
+    The warm-up fills it in the warm leader, so every suite forked from it inherits the answers. For
+    functions whose result depends on their arguments and the (read-only) tree alone, such as Megatron-LM's
+    field docstrings read from its config classes' source, which every parse_args reads again."""
+    owner, attribute = _owner_of(target, only_if_missing=False)
+    real = inspect.getattr_static(owner, attribute, None)
+    method = isinstance(owner, type) and isinstance(real, types.FunctionType)
+    function = real if method else getattr(owner, attribute, None)
+    if not callable(function) or isinstance(real, staticmethod | classmethod):
+        raise ReplacementError(f"replacement {target!r} (memoize): not a function or a plain method")
+    answers: dict[Any, Any] = {}
+
+    def remembered(*args: Any, **kwargs: Any) -> Any:
+        key_args = args[1:] if method else args
+        try:
+            key = (key_args, tuple(sorted(kwargs.items())))
+            hit = answers.get(key, _MISSING)
+        except TypeError:  # an unhashable argument: no memory for this call
+            return function(*args, **kwargs)
+        if hit is _MISSING:
+            hit = answers[key] = function(*args, **kwargs)  # a raise is not remembered
+        return copy.copy(hit)
+
+    remembered.__name__, remembered.__qualname__ = function.__name__, function.__qualname__
+    remembered.__wrapped__ = function  # type: ignore[attr-defined]
+    setattr(owner, attribute, remembered)
+
+
+_MISSING = object()
 
 
 def _owner_of(target: str, only_if_missing: bool) -> tuple[Any, str]:
@@ -260,7 +299,19 @@ def _make_stand_in(replacement: dict[str, Any], fixtures: dict[str, Any],
     if kind == "return_value":
         value = replacement.get("value")
         return lambda *args, **kwargs: copy.deepcopy(value)
+    if kind == "identity_decorator":
+        return _identity_decorator
     raise ReplacementError(f"replacement {replacement['target']!r}: unknown kind {kind!r}")
+
+
+def _identity_decorator(*args: Any, **kwargs: Any) -> Any:
+    """`@target` returns the function; `@target(...)` returns a decorator that does. For compilers and JIT
+    decorators applied at import (`torch.compile`): validation never runs the compiled code, and the
+    compiler's own import (torch._dynamo, torch._inductor) is seconds per leader and reads its switches from
+    the environment, so suites that set them would each need another import."""
+    if len(args) == 1 and not kwargs and callable(args[0]):
+        return args[0]
+    return lambda function: function
 
 
 def _argparse_with_provider(provider_kwarg: str, defaults: dict[str, Any]) -> Callable[..., Any]:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # inside the sandbox the harness directory is on sys.path, si
         leader,
         linewatch,
         record,
+        sourcememo,
         stubs,
         suiterun,
         tolerant,
@@ -37,12 +38,13 @@ else:
     import leader
     import linewatch
     import record
+    import sourcememo
     import stubs
     import suiterun
     import tolerant
 
 HARNESS_MODULES = ("common", "entryscript", "envprobe", "fsfakes", "hydra_entry", "leader", "linewatch",
-                   "record", "stubs", "suiterun", "tolerant", "vpaths")
+                   "record", "sourcememo", "stubs", "suiterun", "tolerant", "vpaths")
 
 
 class Job:
@@ -152,6 +154,7 @@ def main() -> None:
     linewatch.install(job.repo, job.trace)  # before any repository module is imported
     try:
         fsfakes.install(job.repo, job.harness)
+        sourcememo.install()
         stubs.install(job.repo, job.harness)
         tolerant.install_argparse_patches(job.repo, job.validation.get("attribute_defaults") or {})
     except stubs.MissingRealPackage as exc:

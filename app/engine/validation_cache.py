@@ -1,0 +1,111 @@
+"""A base revision's validation results, kept for the next check of the same job.
+
+Pull requests of one repository are checked against the same base, again and again (each push to a pull
+request, every pull request opened on the same main): the base's validation is the same computation each
+time, as long as everything it reads is the same. The key is all of it: the tree's content, the whole
+policy, every suite (id, argv, environment, entry), the harness's own files, this Python and the installed
+versions of the policy's real packages. Two checks share an entry only when their base validation would be
+the same job: a pull request's suites are part of the key, so no pull request reaches another's entry with
+suites of its own. The head is never cached (its lines are traced, and it is what changes).
+
+Only a run that was sandboxed and gave every suite an answer (accepted or rejected) is kept: an `error`
+(a time limit on a loaded machine, a sandbox that died) is not carried into the next check.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.metadata
+import json
+import logging
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from app.analysis.model import Suite, SuiteResult
+from app.analysis.policy import Policy
+from app.trees.treehash import fingerprints, tree_digest
+
+log = logging.getLogger(__name__)
+
+HARNESS_DIR = Path(__file__).resolve().parents[1] / "sandbox" / "harness"
+MAX_ENTRIES = 64  # per cache dir: a base per open pull request's base, and a few policies
+
+
+def validation_key(tree: Path, policy: Policy, suites: tuple[Suite, ...]) -> str:
+    """What the base's validation reads, hashed."""
+    document = {
+        "tree": tree_digest(fingerprints(tree)),
+        "policy": policy.model_dump(mode="json", by_alias=True),
+        "suites": [s.to_json() for s in suites],
+        "harness": _harness_digest(),
+        "python": sys.version,
+        "packages": {name: _installed_version(name) for name in sorted(policy.harness.real_packages)},
+    }
+    return hashlib.sha256(json.dumps(document, sort_keys=True).encode()).hexdigest()
+
+
+def lookup(cache_dir: Path, key: str, suites: tuple[Suite, ...]) -> dict[str, SuiteResult] | None:
+    """The results stored under KEY, one per suite, or None."""
+    path = _path(cache_dir, key)
+    try:
+        entry = json.loads(path.read_text(encoding="utf-8"))
+        if entry.get("key") != key:
+            return None
+        results = {r.suite_id: r for r in (SuiteResult.from_json(raw) for raw in entry["results"])}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    if set(results) != {s.id for s in suites}:
+        return None
+    with contextlib.suppress(OSError):
+        os.utime(path)  # recently used: kept when the directory is trimmed or pruned
+    return results
+
+
+def store(cache_dir: Path, key: str, results: dict[str, SuiteResult], *, sandboxed: bool) -> bool:
+    """Keep RESULTS under KEY when they are worth keeping; whether they were stored."""
+    if not sandboxed or any(r.outcome.outcome == "error" for r in results.values()):
+        return False
+    directory = cache_dir / "validation"
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        text = json.dumps({"key": key, "results": [r.to_json() for r in results.values()]})
+        with tempfile.NamedTemporaryFile("w", dir=directory, prefix=".tmp-", suffix=".json",
+                                         delete=False, encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(handle.name, _path(cache_dir, key))
+        _trim(directory)
+    except OSError as exc:  # a cache that cannot be written only costs time
+        log.warning("could not store the base's validation in %s: %s", directory, exc)
+        return False
+    return True
+
+
+def _path(cache_dir: Path, key: str) -> Path:
+    return cache_dir / "validation" / f"{key[:32]}.json"
+
+
+def _trim(directory: Path) -> None:
+    entries = sorted(directory.glob("[!.]*.json"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
+    for stale in entries[MAX_ENTRIES:]:
+        stale.unlink(missing_ok=True)
+
+
+def _harness_digest() -> str:
+    digest = hashlib.sha256()
+    for path in sorted(HARNESS_DIR.iterdir()):
+        if path.suffix in (".py", ".sh") and path.is_file():
+            digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def _installed_version(name: str) -> list[str]:
+    """The versions of the distributions providing the import package NAME (`yaml`: PyYAML's)."""
+    top = name.split(".")[0]
+    versions = []
+    for distribution in importlib.metadata.packages_distributions().get(top, []):
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError, ValueError):
+            versions.append(f"{distribution}=={importlib.metadata.version(distribution)}")
+    return sorted(versions)
