@@ -18,13 +18,10 @@ from __future__ import annotations
 
 import ast
 import copy
-import functools
-import importlib.util
 import re
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -33,10 +30,18 @@ import yaml
 from app.analysis.doctor import ATTRIBUTE
 from app.analysis.health import Health
 from app.analysis.model import Outcome, Suite
+from app.analysis.starter_tree import (
+    Module,
+    NoValidator,
+    Starter,
+    import_names,
+    imported_modules,
+    installed,
+    is_test,
+    read_modules,
+    read_text,
+)
 
-MAX_FILE_BYTES = 2_000_000  # a generated or vendored file is not where a validator lives
-SKIP_DIRS = frozenset({".git", ".github", "docs", "doc", "third_party", "3rdparty", "node_modules", "build",
-                       "dist", ".venv", "venv", "__pycache__", "examples"})
 MIN_OPTIONS = 10  # add_argument calls that make a module-level parse_args the command line's
 MEGATRON_ARGUMENTS = "megatron.training.arguments"
 # Megatron-owned options a Megatron-based validator reads but whose parser it does not have in its tree:
@@ -76,51 +81,9 @@ _SHELL_FLAG = re.compile(r"(--[\w.-]+)\s+\"?\$\{?(\w+)\}?\"?")
 _ENV_FROM_ATTRIBUTE = re.compile(r"\b(\w+)=\{\w+\.(__module__|__name__)\}")
 
 
-@dataclass
-class Starter:
-    """A starter policy and, for each key path ("validation.entry", "matrix.sources[0]" ...), why."""
-
-    policy: dict[str, Any]
-    why: dict[str, str] = field(default_factory=dict)
-    rounds: list[list[str]] = field(default_factory=list)  # what each refinement round changed
-
-    def copy(self) -> Starter:
-        return Starter(copy.deepcopy(self.policy), dict(self.why), [list(r) for r in self.rounds])
-
-
-@dataclass(frozen=True)
-class Module:
-    """One Python file of the tree; parsed when first asked (a tree holds thousands)."""
-
-    name: str  # dotted
-    path: str  # repo-relative
-    source: str
-
-    @functools.cached_property
-    def tree(self) -> ast.Module:
-        try:
-            return ast.parse(self.source)
-        except (SyntaxError, ValueError):
-            return ast.Module(body=[], type_ignores=[])
-
-    def functions(self) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
-        return {node.name: node for node in self.tree.body
-                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)}
-
-    def imported(self) -> Iterator[tuple[str, str]]:
-        """(module, name) of every `from module import name` anywhere in the file."""
-        for node in ast.walk(self.tree):
-            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                yield from ((node.module, alias.name) for alias in node.names)
-
-
-class NoValidator(Exception):
-    """The tree has no command-line validator this detection knows."""
-
-
 def detect(root: Path) -> Starter:
     """The starter policy of the tree at ROOT."""
-    modules = _modules(root, lambda text: True)
+    modules = read_modules(root, lambda text: True)
     starter = Starter({"version": 1})
     validation, used = _validation(root, modules, starter.why)
     starter.policy["validation"] = validation
@@ -133,7 +96,7 @@ def detect(root: Path) -> Starter:
     starter.policy["matrix"] = {"sources": [source for source, _ in sources]}
     for index, (_, reason) in enumerate(sources):
         starter.why[f"matrix.sources[{index}]"] = reason
-    deeper = [m for u in used for m in _imported_modules(u, modules)]
+    deeper = [m for u in used for m in imported_modules(u, modules)]
     starter.policy["harness"] = _harness([*used, *deeper], modules)
     starter.why["harness.real_packages"] = ("packages the validation imports that this machine has; every "
                                             "other missing module is stubbed")
@@ -145,7 +108,7 @@ def _validation(root: Path, modules: dict[str, Module],
     """The `validation` section, and the modules the validation runs (for what they import)."""
     entry, entry_module, why["validation.entry"] = _entry(modules)
     functions = _functions(entry_module, modules)
-    near = _imported_modules(entry_module, modules)
+    near = imported_modules(entry_module, modules)
     used = list({m.name: m for m in [entry_module, *(modules[f.split(":")[0]] for f in functions),
                                      *near]}.values())
     argument_modules = [m for m in used if m is entry_module or "arg" in m.name.rsplit(".", 1)[-1]]
@@ -171,7 +134,7 @@ def _validation(root: Path, modules: dict[str, Module],
 
 
 def _device_checks(modules: dict[str, Module], why: dict[str, str]) -> list[dict[str, Any]]:
-    found = [f"{m.name}:{name}" for m in modules.values() if not _is_test(m)
+    found = [f"{m.name}:{name}" for m in modules.values() if not is_test(m)
              for name in m.functions() if name in DEVICE_CHECKS]
     if found:
         why["validation.replace"] = "; ".join(filter(None, [why.get("validation.replace"),
@@ -198,43 +161,12 @@ def _hf_config_replace(megatron: bool) -> dict[str, Any]:
     return replace
 
 
-def _modules(root: Path, wanted: Callable[[str], bool]) -> dict[str, Module]:
-    found: dict[str, Module] = {}
-    for path in sorted(root.rglob("*.py")):
-        relative = path.relative_to(root)
-        if any(part in SKIP_DIRS or part.startswith(".") for part in relative.parts[:-1]):
-            continue
-        try:
-            if path.stat().st_size > MAX_FILE_BYTES or path.is_symlink():
-                continue
-            text = path.read_text(errors="replace")
-        except OSError:
-            continue
-        if not wanted(text):
-            continue
-        parts = relative.with_suffix("").parts
-        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-        found[name] = Module(name, relative.as_posix(), text)
-    return found
-
-
-def _imported_modules(module: Module, modules: dict[str, Module]) -> list[Module]:
-    """The tree's modules MODULE imports (at the top or inside functions), of those detection parsed."""
-    names = {name for node in ast.walk(module.tree) for name in _import_names(node)}
-    names |= {f"{imported}.{name}" for imported, name in module.imported()}
-    return [modules[name] for name in sorted(names) if name in modules and name != module.name]
-
-
-def _is_test(module: Module) -> bool:
-    return module.path.startswith(("tests/", "test/")) or "/tests/" in module.path
-
-
 def _entry(modules: dict[str, Module]) -> tuple[str, Module, str]:
     """The validator's entry: `module:parse_args` with the most options, or `module:Class.parse_args` of a
     config class parsed by tyro."""
     best: tuple[int, str, Module, str] | None = None
     for module in modules.values():
-        if _is_test(module):
+        if is_test(module):
             continue
         options = module.source.count("add_argument(")
         if "parse_args" in module.functions() and options >= MIN_OPTIONS:
@@ -273,15 +205,8 @@ def _validation_paths(root: Path, entry: Module, used: list[Module]) -> list[str
     paths = [m.path for m in used]
     if "tyro" in entry.source:  # a config package: its dataclasses are the validation
         paths = [f"{PurePosixPath(entry.path).parent.as_posix()}/**", *paths[1:]]
-    callers = [path.name for path in sorted(root.glob("*.py")) if entry.name in _read(path)]
+    callers = [path.name for path in sorted(root.glob("*.py")) if entry.name in read_text(path)]
     return list(dict.fromkeys([*paths, *callers]))
-
-
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(errors="replace") if path.stat().st_size <= MAX_FILE_BYTES else ""
-    except OSError:
-        return ""
 
 
 def _entry_pattern(entry: str, paths: list[str]) -> str:
@@ -312,7 +237,7 @@ def _workflow_rows(root: Path, recording: dict[str, Any]) -> Iterator[tuple[dict
     """Workflows whose job matrices list rows with a field naming a Python script."""
     for workflow in sorted((root / ".github" / "workflows").glob("*.y*ml")):
         try:
-            document = yaml.safe_load(_read(workflow)) or {}
+            document = yaml.safe_load(read_text(workflow)) or {}
         except yaml.YAMLError:
             continue
         fields = Counter(_script_fields(document.get("jobs") if isinstance(document, dict) else None))
@@ -372,13 +297,13 @@ def _registered_scripts(root: Path, recording: dict[str, Any]) -> Iterator[tuple
     """Test scripts that register with CI by calling a `register_*` function of the tests (GPU first)."""
     if not (root / "tests").is_dir():
         return
-    tests = _modules(root / "tests", lambda text: "def register_" in text)
+    tests = read_modules(root / "tests", lambda text: "def register_" in text)
     registrars = [(f"tests.{m.name}", name, node) for m in tests.values()
                   for name, node in m.functions().items()
                   if name.startswith("register_") and re.search(r"cuda|gpu", name)]
     for module, name, node in registrars[:1]:
         callers = sorted(p.relative_to(root) for p in (root / "tests").rglob("test_*.py")
-                         if f"{name}(" in _read(p))
+                         if f"{name}(" in read_text(p))
         if not callers:
             continue
         top = Counter(p.parts[1] if len(p.parts) > 2 else "" for p in callers).most_common(1)[0][0]
@@ -400,7 +325,7 @@ def _python_definitions(root: Path) -> Iterator[tuple[dict[str, Any], str]]:
     base = root / "tests"
     if not base.is_dir():
         return
-    modules = _modules(base, lambda text: "Definitions(" in text)
+    modules = read_modules(base, lambda text: "Definitions(" in text)
     functions = [f"tests.{m.name}:{name}" for m in sorted(modules.values(), key=lambda m: m.path)
                  for name, node in m.functions().items()
                  if "Definitions(" in (ast.get_source_segment(m.source, node) or "")]
@@ -419,7 +344,7 @@ def _python_definitions(root: Path) -> Iterator[tuple[dict[str, Any], str]]:
 
 
 def _definition_class(base: Path) -> list[str] | None:
-    for module in _modules(base, lambda text: "class " in text and "Definitions" in text).values():
+    for module in read_modules(base, lambda text: "class " in text and "Definitions" in text).values():
         for node in module.tree.body:
             if isinstance(node, ast.ClassDef) and node.name.endswith("Definitions"):
                 return [n.target.id for n in node.body
@@ -430,8 +355,8 @@ def _definition_class(base: Path) -> list[str] | None:
 def _runner(root: Path, fields: set[str]) -> dict[str, Any]:
     """The entry and the words a run gets from the runner script: `-m package.train`, and flags the shell
     launcher fills from variables the test runner sets from a per-run config (`MODULE={fn.__module__}`)."""
-    shells = {p: _read(p) for p in sorted(root.glob("*.sh"))}
-    runner_text = "".join(_read(p) for p in (root / "tests").rglob("run_tests.py"))
+    shells = {p: read_text(p) for p in sorted(root.glob("*.sh"))}
+    runner_text = "".join(read_text(p) for p in (root / "tests").rglob("run_tests.py"))
     found: dict[str, Any] = {}
     for _path, text in shells.items():
         module = re.search(r"-m\s+([\w.]+\.train)\b", text)
@@ -460,7 +385,7 @@ def _output_dir(root: Path, runner_text: str, args: list[str]) -> dict[str, Any]
     """The runner's output-directory flag (`f"--dump_folder {output_dir}/{test_name}"`) with the directory
     the workflows give it (`$RUNNER_TEMP/...`, GitHub's runner's own directory)."""
     flag = re.search(r"[\"'](--[\w.]+) \{output_dir\}/\{test_name\}", runner_text)
-    workflows = "".join(_read(p) for p in sorted((root / ".github" / "workflows").glob("*.y*ml")))
+    workflows = "".join(read_text(p) for p in sorted((root / ".github" / "workflows").glob("*.y*ml")))
     given = re.search(r"-m\s+tests\.[\w.]*run_tests\b[^\n]*?\s\$\{?RUNNER_TEMP\}?(/[\w./-]+)", workflows)
     if flag is None or given is None:
         return {}
@@ -470,29 +395,14 @@ def _output_dir(root: Path, runner_text: str, args: list[str]) -> dict[str, Any]
 
 def _harness(used: list[Module], modules: dict[str, Module]) -> dict[str, Any]:
     imported = {name.split(".")[0] for m in used for node in ast.walk(m.tree)
-                for name in _import_names(node)}
+                for name in import_names(node)}
     local = {name.split(".")[0] for name in modules}
     real = sorted(name for name in imported - local - set(sys.stdlib_module_names)
-                  if name and _installed(name))
+                  if name and installed(name))
     harness: dict[str, Any] = {"stub_missing_modules": True, "real_packages": real}
     if "torch" in real:
         harness["limits"] = {"memory_mb": 8192}  # importing torch maps more than 4 GiB of address space
     return harness
-
-
-def _import_names(node: ast.AST) -> Iterable[str]:
-    if isinstance(node, ast.Import):
-        return [alias.name for alias in node.names]
-    if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-        return [node.module]
-    return []
-
-
-def _installed(name: str) -> bool:
-    try:
-        return importlib.util.find_spec(name) is not None
-    except (ImportError, ValueError):
-        return False
 
 
 def refine(starter: Starter, suites: Iterable[Suite], health: Health, root: Path | None = None) -> Starter:
@@ -623,7 +533,7 @@ def _runner_variables(starter: Starter, root: Path, health: Health) -> list[str]
 
 
 def _line(root: Path, path: str, number: int) -> str:
-    lines = _read(root / path).split("\n")
+    lines = read_text(root / path).split("\n")
     return lines[number - 1] if 0 < number <= len(lines) else ""
 
 
