@@ -30,6 +30,7 @@ import yaml
 from app.analysis.doctor import ATTRIBUTE
 from app.analysis.health import Health
 from app.analysis.model import Outcome, Suite
+from app.analysis.starter_shapes import detect_shape
 from app.analysis.starter_tree import (
     Module,
     NoValidator,
@@ -38,6 +39,7 @@ from app.analysis.starter_tree import (
     imported_modules,
     installed,
     is_test,
+    pinned_version,
     read_modules,
     read_text,
 )
@@ -64,18 +66,22 @@ MEGATRON_HF_NAMES = {
     "tie_word_embeddings": "not untie_embeddings_and_output_weights", "rms_norm_eps": "layernorm_epsilon",
     "rope_theta": "rotary_base",
 }
-HF_CONFIG = {"model_type": "qwen2", "num_hidden_layers": 28, "num_attention_heads": 16,
+HF_CONFIG = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "num_hidden_layers": 28,
+             "num_attention_heads": 16,
              "num_key_value_heads": 8, "hidden_size": 2048, "intermediate_size": 11008, "vocab_size": 151936,
              "max_position_embeddings": 32768, "rope_theta": 1000000.0, "tie_word_embeddings": True}
 LAUNCHERS = ["python", "python3", "torchrun", "ray"]
 RUNNER_TEMP = "/home/runner/_work/_temp"  # $RUNNER_TEMP on GitHub's hosted and self-hosted runners
 # Device facts the validation asks the GPU for: on CI's GPUs the answer is yes.
 DEVICE_CHECKS = ("has_cuda_capability",)
-HOST_DIRS = frozenset({"tmp", "proc", "sys", "dev", "usr", "bin", "etc", "lib", "opt", "var", "run"})
+# The machine's own directories, and the sandbox's mount of the tree (`/repo`): never a CI host's.
+HOST_DIRS = frozenset({"repo", "tmp", "proc", "sys", "dev", "usr", "bin", "etc", "lib", "opt", "var", "run"})
 _SIZE = re.compile(r"(?:_size|_num|_count|_degree)$|^num_")
 _SWITCH = re.compile(r"^(?:use|enable|disable|no|skip|overlap|untie|fp\d+|bf16|is|has)(?:_|$)")
 _ABSOLUTE = re.compile(r"(?<![\w.~:/-])(/[\w.+-]+(?:/[\w.+*-]+)*)")
 _MODEL_FLAG = re.compile(r"^--(?:hf|model|ref|critic|tokenizer)[-_]?(?:checkpoint|path|load|model)?", re.I)
+# A Hydra override naming a model directory (`actor_rollout_ref.model.path=/root/models/Qwen/Qwen2.5-0.5B`).
+_MODEL_OVERRIDE = re.compile(r"^\+{0,2}[\w.]*(?:model[._]path|model_name_or_path)=(/[^\s,]+)$")
 _SHELL_DEFAULT = re.compile(r"^\s*(\w+)=\$\{\1:-[\"']?([\w.-]+)[\"']?\}", re.M)
 _SHELL_FLAG = re.compile(r"(--[\w.-]+)\s+\"?\$\{?(\w+)\}?\"?")
 _ENV_FROM_ATTRIBUTE = re.compile(r"\b(\w+)=\{\w+\.(__module__|__name__)\}")
@@ -84,6 +90,9 @@ _ENV_FROM_ATTRIBUTE = re.compile(r"\b(\w+)=\{\w+\.(__module__|__name__)\}")
 def detect(root: Path) -> Starter:
     """The starter policy of the tree at ROOT."""
     modules = read_modules(root, lambda text: True)
+    shaped = detect_shape(root, modules)
+    if shaped is not None:
+        return shaped
     starter = Starter({"version": 1})
     validation, used = _validation(root, modules, starter.why)
     starter.policy["validation"] = validation
@@ -419,7 +428,9 @@ def refine(starter: Starter, suites: Iterable[Suite], health: Health, root: Path
     if root is not None:
         for group in health.errors:
             changes += _unset_options(refined, root, group.example)
+            changes += _asks_absent_package(refined, root, group.example)
         changes += _runner_variables(refined, root, health)
+        changes += _package_versions(refined, root, errors)
     refined.rounds.append(changes)
     return refined
 
@@ -466,6 +477,11 @@ def _config_fixture(starter: Starter, suites: list[Suite], errors: list[str]) ->
         for flag, value in zip(suite.argv, suite.argv[1:], strict=False):
             if _MODEL_FLAG.search(flag) and value.startswith("/"):
                 patterns[_model_pattern(value.rstrip("/") + "/config.json")] += 1
+    # Hydra overrides: the models' own directory (`/root/models`), any depth beneath (`Qwen/Qwen2.5-0.5B`)
+    models = Counter("/".join(m.group(1).split("/")[:3]) for s in suites for w in s.argv
+                     if (m := _MODEL_OVERRIDE.match(w)) and m.group(1).count("/") >= 3)
+    if models:
+        patterns = Counter({f"{models.most_common(1)[0][0]}/**/config.json": 1})
     if not patterns:
         return []
     pattern = patterns.most_common(1)[0][0]
@@ -529,6 +545,58 @@ def _runner_variables(starter: Starter, root: Path, health: Health) -> list[str]
                 changes.append(f"matrix.sources: env.{name} = ''")
     if changes:
         starter.why["matrix.sources.env"] = "variables the CI runner has that the scripts read"
+    return changes
+
+
+def _asks_absent_package(starter: Starter, root: Path, error: Outcome) -> list[str]:
+    """A tree function that imports an absent (stubbed) package in its body and fails on what the stub gave
+    (`get_args(vllm.config.lora.MaxLoRARanks)` empty: IndexError): only the real package, in CI's image, can
+    answer it; replaced by a function returning None. Checked on the suites, the user keeps or drops it."""
+    if error.exception not in ("IndexError", "TypeError", "AttributeError", "KeyError", "StopIteration") \
+            or not error.path or not error.path.endswith(".py") or not error.line:
+        return []
+    try:
+        tree = ast.parse(read_text(root / error.path))
+    except (SyntaxError, ValueError):
+        return []
+    function = next((node for node in tree.body if isinstance(node, ast.FunctionDef)
+                     and node.lineno <= error.line <= (node.end_lineno or node.lineno)), None)
+    if function is None:
+        return []
+    absent = [name for node in ast.walk(function) for name in import_names(node)
+              if not installed(name.split(".")[0]) and not (root / name.split(".")[0]).exists()]
+    replaces = starter.policy["validation"].setdefault("replace", [])
+    target = f"{error.path[:-3].replace('/', '.')}:{function.name}"
+    if not absent or any(r.get("target") == target for r in replaces):
+        return []
+    replaces.append({"target": target, "with": "return_value", "value": None, "only_if_missing": False})
+    starter.why["validation.replace"] = "; ".join(filter(None, [starter.why.get("validation.replace"), (
+        f"{function.name} asks {absent[0].split('.')[0]}, absent and stubbed here, what only the real "
+        "package knows: returns None (CI's image has it)")]))
+    return [f"validation.replace += {target} -> None"]
+
+
+def _package_versions(starter: Starter, root: Path, errors: list[str]) -> list[str]:
+    """A package whose installed version the validation asks (`importlib.metadata.version("vllm")`), absent
+    here and stubbed: the version the tree's dependency files give CI (a stub's `__version__` is what the
+    harness answers for it)."""
+    attributes = starter.policy["harness"].get("stub_attributes", {})
+    changes = []
+    for text in errors:
+        if "PackageNotFoundError" not in text and "No package metadata" not in text:
+            continue
+        for distribution in dict.fromkeys(re.findall(r"'([\w.-]+)'|found for ([\w.-]+)", text)):
+            name = next(filter(None, distribution))
+            module = name.replace("-", "_").lower()
+            key = f"{module}.__version__"
+            version = None if installed(module) or key in attributes else pinned_version(root, name)
+            if version:
+                attributes[key] = version
+                changes.append(f"harness.stub_attributes.{key} = {version!r}")
+    if changes:
+        starter.policy["harness"]["stub_attributes"] = attributes
+        starter.why["harness.stub_attributes"] = ("packages whose installed version the validation asks, "
+                                                  "stubbed here: the version the tree's dependency files pin")
     return changes
 
 

@@ -7,6 +7,7 @@ import ast
 import copy
 import functools
 import importlib.util
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -114,3 +115,25 @@ def installed(name: str) -> bool:
         return importlib.util.find_spec(name) is not None
     except (ImportError, ValueError):
         return False
+
+
+DEPENDENCY_FILES = ("uv.lock", "pyproject.toml", "setup.py", "requirements*.txt", "requirements/*.txt")
+
+
+def pinned_version(root: Path, distribution: str) -> str | None:
+    """The version of DISTRIBUTION the tree's dependency files give CI: a lock file's, else a pin `==X`,
+    else the highest allowed `<=X`, else the lowest `>=X` (a local part `+abc` dropped)."""
+    name = "[-_.]".join(re.escape(part) for part in re.split(r"[-_.]", distribution))
+    for pattern in DEPENDENCY_FILES:
+        for path in sorted(root.glob(pattern)):
+            text = read_text(path)
+            locked = re.search(rf'^name = "{name}"\s*\nversion = "([^"]+)"', text, re.M | re.I)
+            if locked:
+                return locked.group(1).split("+")[0]
+            pins = rf"(?<![\w-]){name}\s*(?:\[[^\]]*\])?\s*((?:[<>=!~]=?\s*[\w.*]+\s*,?\s*)+)"
+            for specifiers in re.findall(pins, text, re.I):
+                found: dict[str, str] = dict(re.findall(r"(==|<=|>=)\s*([\w.]+)", specifiers))
+                for operator in ("==", "<=", ">="):
+                    if operator in found:
+                        return found[operator].split("+")[0]
+    return None
