@@ -8,6 +8,7 @@ same on the real miles).
 
 from __future__ import annotations
 
+import sys
 import textwrap
 from pathlib import Path
 
@@ -266,3 +267,204 @@ def test_init_on_a_tree_without_a_validator_exits_3(tmp_path: Path) -> None:
                    cache_dir=tmp_path / "cache")
     assert run.returncode == 3 and "no command-line validator found" in run.stderr, run.describe()
     assert not (tmp_path / "out.yml").exists()
+
+
+# Megatron-LM's shape: the validator is in the tree (parse_args with its options, then validate_args, then a
+# once-per-process set_global_variables), top-level entry scripts call it with their own providers, recipes
+# under tests/ hand a case file and an entry script to a shell runner.
+MEGATRON_ARGUMENTS = f'''\
+import argparse
+import os
+
+from megatron.training.global_vars import set_global_variables
+from megatron.training.utils import get_device_arch_version
+
+
+def parse_and_validate_args(extra_args_provider=None, args_defaults={{}}):
+    args = parse_args(extra_args_provider)
+    validate_args(args, args_defaults)
+    set_global_variables(args)
+    return args
+
+
+def parse_args(extra_args_provider=None):
+    parser = argparse.ArgumentParser(allow_abbrev=False)
+{OPTIONS}
+    parser.add_argument("--tensor-model-parallel-size", type=int, default=1)
+    parser.add_argument("--load")
+    parser.add_argument("--tensorboard-dir")
+    parser.add_argument("--fp8", action="store_true")
+    if extra_args_provider is not None:
+        parser = extra_args_provider(parser)
+    args = parser.parse_args()
+    args.world_size = int(os.getenv("WORLD_SIZE", "1"))
+    args.rank = int(os.getenv("RANK", "0"))
+    return args
+
+
+def validate_args(args, defaults={{}}):
+    assert args.world_size % args.tensor_model_parallel_size == 0, "world size"
+    if args.fp8 and get_device_arch_version() < 9:
+        raise ValueError("fp8 needs Hopper")
+'''
+GLOBAL_VARS = '''\
+_GLOBAL_ARGS = None
+
+
+def _ensure_var_is_not_initialized(var, name):
+    assert var is None, f"{name} is already initialized."
+
+
+def set_global_variables(args):
+    global _GLOBAL_ARGS
+    _ensure_var_is_not_initialized(_GLOBAL_ARGS, "args")
+    _GLOBAL_ARGS = args
+'''
+ENTRY_SCRIPT = '''\
+from megatron.training.arguments import parse_and_validate_args
+
+
+def add_{name}_args(parser):
+    parser.add_argument("--bf16", action="store_true")
+    return parser
+
+
+if __name__ == "__main__":
+    args = parse_and_validate_args(extra_args_provider=add_{name}_args)
+    raise SystemExit("training starts here")
+'''
+RUN_CI_TEST = '''\
+MODE=$(cat $TRAINING_PARAMS_PATH |
+    /usr/local/bin/yq '.MODE // "pretraining"')
+export RUN_NUMBER=1
+bash $(dirname $0)/_run_training.sh
+'''
+RUN_TRAINING = '''\
+cat $TRAINING_PARAMS_PATH | envsubst >$TRAINING_PARAMS_PATH.tmp
+NUM_NODES=${NUM_NODES:-${SLURM_NNODES:-1}}
+GPUS_PER_NODE=${GPUS_PER_NODE:-8}
+mkdir -p $DATA_PATH
+python -m torch.distributed.run --nproc_per_node $GPUS_PER_NODE --nnodes $NUM_NODES \\
+    $TRAINING_SCRIPT_PATH "${PARAMS[@]}"
+'''
+
+
+def megatron_shaped(root: Path) -> Path:
+    from test_yaml_args import RECIPE, TP2
+
+    runner = "tests/functional_tests/shell_test_utils"
+    return write(root, {
+        "megatron/__init__.py": "", "megatron/training/__init__.py": "",
+        "megatron/training/arguments.py": MEGATRON_ARGUMENTS,
+        "megatron/training/global_vars.py": GLOBAL_VARS,
+        "megatron/training/utils/__init__.py":
+            "from megatron.training.utils.common import get_device_arch_version\n",
+        "megatron/training/utils/common.py": "def get_device_arch_version():\n    import torch\n\n"
+                                             "    return torch.cuda.get_device_properties(0).major\n",
+        "megatron/training/models.py": "from typing import Any, override\n",
+        "pretrain_gpt.py": ENTRY_SCRIPT.format(name="gpt"),
+        "pretrain_bert.py": ENTRY_SCRIPT.format(name="bert"),
+        "tests/test_utils/recipes/h100/gpt.yaml": RECIPE,
+        "tests/test_utils/recipes/_build.yaml": "type: build\nspec:\n  script: docker build .\n",
+        "tests/functional_tests/test_cases/gpt/gpt3_tp2/model_config.yaml": TP2,
+        "tests/functional_tests/test_cases/gpt/gpt3_new_assert/model_config.yaml": TP2 + "MODEL_ARGS_2:\n"
+                                                                                   "  --load: /x\n",
+        f"{runner}/run_ci_test.sh": RUN_CI_TEST, f"{runner}/_run_training.sh": RUN_TRAINING,
+    })
+
+
+def test_entry_scripts_around_a_shared_validator_with_yaml_cases_shape(tmp_path: Path) -> None:
+    starter = detect(megatron_shaped(tmp_path))
+    validation = starter.policy["validation"]
+    assert validation["entry"] == "megatron.training.arguments:parse_and_validate_args"
+    assert validation["run_entry_script"] is True and validation["unknown_flags"] == "error"
+    assert validation["paths"] == ["megatron/training/arguments.py", "pretrain_bert.py", "pretrain_gpt.py"]
+    assert "functions" not in validation  # the entry's own flow runs validate_args
+    assert validation["replace"] == [
+        {"target": "megatron.training.arguments:set_global_variables", "with": "return_value", "value": None,
+         "only_if_missing": False},
+        # re-exported by megatron/training/utils/__init__.py, defined in common.py; the recipe's GPU is H100
+        {"target": "megatron.training.arguments:get_device_arch_version", "with": "return_value", "value": 9,
+         "only_if_missing": False}]
+    assert "asserts it runs once per process" in starter.why["validation.replace"]
+    [source] = starter.policy["matrix"]["sources"]
+    assert source == {
+        "kind": "yaml_args", "recipes": ["tests/test_utils/recipes/h100/*.yaml"],
+        "scopes": ["mr", "mr-github", "nightly"],  # mr-broken is not run
+        "recipe_variables": ["CHECKPOINT_LOAD_PATH", "DATA_PATH", "TENSORBOARD_PATH"],
+        "fields": {"assets_dir": "/workspace/assets"},
+        "config_variable": "TRAINING_PARAMS_PATH", "entry_variable": "TRAINING_SCRIPT_PATH",
+        "checkout": "/opt/megatron-lm", "map": "MODEL_ARGS", "numbered_maps": True, "env_map": "ENV_VARS",
+        "variables": {"GPUS_PER_NODE": "8"}, "env_products": {"WORLD_SIZE": ["nodes", "GPUS_PER_NODE"]},
+        "env": {"RANK": "0"}}
+    harness = starter.policy["harness"]
+    if sys.version_info < (3, 12):
+        assert harness["backports"] == {"typing.override": "typing_extensions:override"}
+    else:
+        assert "backports" not in harness
+    parse_policy(render(starter), "starter")
+
+
+def test_a_shared_validator_called_by_one_script_or_without_recipes_is_not_this_shape(tmp_path: Path) -> None:
+    tree = megatron_shaped(tmp_path / "one")
+    (tree / "pretrain_bert.py").unlink()
+    with pytest.raises(NoValidator):  # then the big parse_args is the validator, and no CI source is known
+        detect(tree)
+    tree = megatron_shaped(tmp_path / "none")
+    (tree / "tests/test_utils/recipes/h100/gpt.yaml").unlink()
+    with pytest.raises(NoValidator):
+        detect(tree)
+
+
+def verl_shaped(root: Path) -> Path:
+    from test_workflow_steps import VERL_SHAPED
+
+    files = dict(VERL_SHAPED)
+    files["setup.py"] = 'VLLM_REQUIRES = ["tensordict>=0.8.0", "vllm>=0.8.5,<=0.12.0"]\n'
+    files["verl/trainer/config/model.yaml"] = "_target_: verl.workers.config.HFModelConfig\npath: ~/m\n"
+    files["verl/workers/__init__.py"] = files["verl/workers/config/__init__.py"] = ""
+    files["verl/workers/config/model.py"] = ("from transformers import AutoConfig\n\n\nclass HFModelConfig:\n"
+                                             "    def __post_init__(self):\n"
+                                             "        AutoConfig.from_pretrained(self.path)\n")
+    return write(root, files)
+
+
+def test_hydra_application_started_by_workflow_steps_shape(tmp_path: Path) -> None:
+    starter = detect(verl_shaped(tmp_path))
+    validation = starter.policy["validation"]
+    assert validation["entry"] == "verl.trainer.main_ppo:main"
+    assert validation["functions"] == ["verl.utils.config:validate_config"]
+    assert validation["hydra"] == {"resolve": False, "checks": [
+        {"function": "verl.utils.config:validate_config",
+         "kwargs_from": {"use_critic": "verl.trainer.ppo.utils:need_critic"}}]}
+    assert validation["paths"] == ["verl/trainer/main_ppo.py", "verl/trainer/config/**",
+                                   "verl/trainer/ppo/utils.py", "verl/utils/config.py",
+                                   "verl/workers/config/**"]
+    assert [r["target"] for r in validation["replace"]] == ["transformers:AutoConfig.from_pretrained"]
+    [source] = starter.policy["matrix"]["sources"]
+    assert source["kind"] == "workflow_steps" and source["scripts"] == ["tests/special_e2e/**/*.sh"]
+    # no step launches the transfer_queue copy; the SFT trainer the other script launches is no Hydra app
+    assert source["entry"] == r"^(verl\.trainer\.main_ppo)$"
+    assert source["env"] == {"HOME": "/root"}  # runs-on [L20x8]: a self-hosted runner
+    assert "hydra" in starter.policy["harness"]["real_packages"]
+    parse_policy(render(starter), "starter")
+
+
+def test_init_on_the_hydra_twin_sees_what_its_policy_sees(tmp_path: Path, prtriage_cache: Path) -> None:
+    from test_workflow_steps import verl_shaped_policy
+
+    tree = verl_shaped(tmp_path / "twin")
+    hand = tmp_path / "hand.yml"
+    hand.write_text(yaml.safe_dump(verl_shaped_policy()))
+    expected = prtriage("doctor", "--tree", str(tree), "--policy", str(hand), "--format", "json",
+                        cache_dir=prtriage_cache)
+    assert expected.returncode == 0, expected.describe()
+    run = prtriage("init", "--tree", str(tree), "--output", str(tmp_path / "starter.yml"), "--format", "json",
+                   cache_dir=prtriage_cache)
+    assert run.returncode == 0, run.describe()
+    health, built = run.json()["health"], expected.json()["health"]
+    assert health["suites"] == built["suites"] == 3, (health, built)
+    assert health["base"]["accepted_share"] == built["base"]["accepted_share"] == 1.0
+    rounds = run.json()["rounds"]
+    assert "harness.fixtures += hf_config at /root/models/**/config.json" in rounds[0]
+    assert "harness.stub_attributes.vllm.__version__ = '0.12.0'" in [c for r in rounds for c in r]
