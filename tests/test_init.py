@@ -294,6 +294,8 @@ def parse_args(extra_args_provider=None):
     parser.add_argument("--load")
     parser.add_argument("--tensorboard-dir")
     parser.add_argument("--fp8", action="store_true")
+    parser.add_argument("--train-iters", type=int)
+    parser.add_argument("--exit-interval", type=int)
     if extra_args_provider is not None:
         parser = extra_args_provider(parser)
     args = parser.parse_args()
@@ -336,6 +338,16 @@ if __name__ == "__main__":
 RUN_CI_TEST = '''\
 MODE=$(cat $TRAINING_PARAMS_PATH |
     /usr/local/bin/yq '.MODE // "pretraining"')
+TEST_TYPE=$(cat $TRAINING_PARAMS_PATH |
+    /usr/local/bin/yq '.TEST_TYPE')
+TEST_TYPES=("regular" "ckpt-resume" "release")
+if [[ "$MODE" == "pretraining" && "$TEST_TYPE" != "release" ]]; then
+    if [[ "$LIGHTWEIGHT" == "true" ]]; then
+        /usr/local/bin/yq -i '.MODEL_ARGS."--exit-interval" = 4' $TRAINING_PARAMS_PATH
+    elif [[ "$LIGHTWEIGHT" == "false" ]]; then
+        /usr/local/bin/yq -i '.MODEL_ARGS."--exit-interval" = .MODEL_ARGS."--train-iters"' $PARAMS
+    fi
+fi
 export RUN_NUMBER=1
 bash $(dirname $0)/_run_training.sh
 '''
@@ -352,6 +364,7 @@ python -m torch.distributed.run --nproc_per_node $GPUS_PER_NODE --nnodes $NUM_NO
 def megatron_shaped(root: Path) -> Path:
     from test_yaml_args import RECIPE, TP2
 
+    case = TP2.replace("--bf16: true", "--bf16: true\n  --train-iters: 10")
     runner = "tests/functional_tests/shell_test_utils"
     return write(root, {
         "megatron/__init__.py": "", "megatron/training/__init__.py": "",
@@ -366,9 +379,9 @@ def megatron_shaped(root: Path) -> Path:
         "pretrain_bert.py": ENTRY_SCRIPT.format(name="bert"),
         "tests/test_utils/recipes/h100/gpt.yaml": RECIPE,
         "tests/test_utils/recipes/_build.yaml": "type: build\nspec:\n  script: docker build .\n",
-        "tests/functional_tests/test_cases/gpt/gpt3_tp2/model_config.yaml": TP2,
-        "tests/functional_tests/test_cases/gpt/gpt3_new_assert/model_config.yaml": TP2 + "MODEL_ARGS_2:\n"
-                                                                                   "  --load: /x\n",
+        "tests/functional_tests/test_cases/gpt/gpt3_tp2/model_config.yaml": case,
+        "tests/functional_tests/test_cases/gpt/gpt3_new_assert/model_config.yaml":
+            case + "MODEL_ARGS_2:\n  --load: /mnt/x\n  --train-iters: 20\n",
         f"{runner}/run_ci_test.sh": RUN_CI_TEST, f"{runner}/_run_training.sh": RUN_TRAINING,
     })
 
@@ -395,6 +408,9 @@ def test_entry_scripts_around_a_shared_validator_with_yaml_cases_shape(tmp_path:
         "fields": {"assets_dir": "/workspace/assets"},
         "config_variable": "TRAINING_PARAMS_PATH", "entry_variable": "TRAINING_SCRIPT_PATH",
         "checkout": "/opt/megatron-lm", "map": "MODEL_ARGS", "numbered_maps": True, "env_map": "ENV_VARS",
+        # the runner's copy under its conditions on the case's own fields (its LIGHTWEIGHT mode: as if unset)
+        "edits": [{"key": "--exit-interval", "from": "--train-iters",
+                   "when": {"MODE": ["pretraining", None], "TEST_TYPE": ["regular", "ckpt-resume"]}}],
         "variables": {"GPUS_PER_NODE": "8"}, "env_products": {"WORLD_SIZE": ["nodes", "GPUS_PER_NODE"]},
         "env": {"RANK": "0"}}
     harness = starter.policy["harness"]
@@ -468,3 +484,27 @@ def test_init_on_the_hydra_twin_sees_what_its_policy_sees(tmp_path: Path, prtria
     rounds = run.json()["rounds"]
     assert "harness.fixtures += hf_config at /root/models/**/config.json" in rounds[0]
     assert "harness.stub_attributes.vllm.__version__ = '0.12.0'" in [c for r in rounds for c in r]
+
+
+def test_init_on_the_megatron_twin_sees_what_its_policy_sees(tmp_path: Path, prtriage_cache: Path) -> None:
+    from test_yaml_args import RECIPE_POLICY
+
+    tree = megatron_shaped(tmp_path / "twin")
+    hand = tmp_path / "hand.yml"
+    hand.write_text(yaml.safe_dump({"version": 1, "validation": {
+        "paths": ["megatron/training/**"], "entry": "megatron.training.arguments:parse_and_validate_args",
+        "run_entry_script": True,
+        "replace": [{"target": "megatron.training.arguments:set_global_variables", "with": "return_value",
+                     "value": None, "only_if_missing": False}]},
+        "matrix": {"sources": [RECIPE_POLICY]}}))
+    expected = prtriage("doctor", "--tree", str(tree), "--policy", str(hand), "--format", "json",
+                        cache_dir=prtriage_cache)
+    assert expected.returncode == 0, expected.describe()
+    run = prtriage("init", "--tree", str(tree), "--output", str(tmp_path / "starter.yml"), "--format", "json",
+                   cache_dir=prtriage_cache)
+    assert run.returncode == 0, run.describe()
+    health, built = run.json()["health"], expected.json()["health"]
+    assert health["suites"] == built["suites"] == 4, (health, built)  # gpt3_tp2 x2 rows, new_assert, #run2
+    assert health["base"]["accepted_share"] == built["base"]["accepted_share"] == 1.0
+    # the suites name CI hosts' directories (the recipe's /mnt/artifacts, JET's /workspace): present there
+    assert run.json()["rounds"] == [["harness.existing_path_prefixes += ['/mnt/', '/workspace/']"], []]

@@ -577,15 +577,18 @@ def _asks_absent_package(starter: Starter, root: Path, error: Outcome) -> list[s
 
 
 def _package_versions(starter: Starter, root: Path, errors: list[str]) -> list[str]:
-    """A package whose installed version the validation asks (`importlib.metadata.version("vllm")`), absent
-    here and stubbed: the version the tree's dependency files give CI (a stub's `__version__` is what the
-    harness answers for it)."""
+    """A package whose installed version the validation asks (`importlib.metadata.version("vllm")`, "Minimum
+    required nvidia-resiliency-ext package version"), absent here and stubbed: the version the tree's
+    dependency files give CI (a stub's `__version__` is what the harness answers for it)."""
     attributes = starter.policy["harness"].get("stub_attributes", {})
     changes = []
     for text in errors:
-        if "PackageNotFoundError" not in text and "No package metadata" not in text:
+        if not re.search(r"PackageNotFoundError|No package metadata|required .*version", text, re.I):
             continue
-        for distribution in dict.fromkeys(re.findall(r"'([\w.-]+)'|found for ([\w.-]+)", text)):
+        # the package as the error names it: quoted, after "found for", or a distribution-like name
+        words = re.findall(r"'([\w.-]+)'|found for ([\w.-]+)|(?<![\w./-])([a-z][a-z0-9]*(?:[-_][a-z0-9]+)+)",
+                           text)
+        for distribution in dict.fromkeys(words):
             name = next(filter(None, distribution))
             module = name.replace("-", "_").lower()
             key = f"{module}.__version__"

@@ -235,6 +235,9 @@ def _yaml_args(root: Path, validator: Module) -> tuple[dict[str, Any], str, list
     source["numbered_maps"] = any(f"{map_key}_2" in c for c in cases)
     if env_maps:
         source["env_map"] = env_maps.most_common(1)[0][0]
+    edits = _edits(runner, map_key)
+    if edits:
+        source["edits"] = edits
     launch = _launch(runner)
     wanted = (set(_PLACEHOLDER.findall(case_text)) | set(launch.values())) - set(recipe_variables)
     variables = _runner_defaults(runner, wanted | ({launch["nproc"]} if "nproc" in launch else set()))
@@ -329,6 +332,50 @@ def _runner_text(root: Path, scripts: list[str], mount: str) -> str:
     text = read_text(runner)
     siblings = sorted(runner.parent.glob("*.sh")) if runner.parent.is_dir() else []
     return text + "".join(read_text(p) for p in siblings if p != runner and p.name in text)
+
+
+def _edits(runner: str, map_key: str) -> list[dict[str, Any]]:
+    """The runner's `yq -i '.MAP."--exit-interval" = .MAP."--train-iters"'`: a key copied from another before
+    flattening, under the conditions of its enclosing `if`/`elif` on the case file's own fields (`MODE`, read
+    by `yq '.MODE // "pretraining"'`; `!=` a value: the others of the runner's `TEST_TYPES=(...)`). Conditions
+    on anything else (the runner's own modes) are taken as met, as in a regular CI run."""
+    fields = {var: (field, default or None) for var, field, default in re.findall(
+        r"(\w+)=\$\(\s*cat \$\w+ \|\s*\S*yq '\.(\w+)(?: // \"([^\"]*)\")?'\s*\)", runner)}
+    lines = runner.splitlines()
+    edits: list[dict[str, Any]] = []
+    for number, line in enumerate(lines):
+        copied = re.search(rf"yq -i '\.{map_key}\.\"([\w-]+)\" = \.{map_key}\.\"([\w-]+)\"'", line)
+        if copied is None:
+            continue
+        when: dict[str, list[str | None]] = {}
+        indent, sibling = len(line) - len(line.lstrip()), None
+        for previous in reversed(lines[:number]):
+            depth, stripped = len(previous) - len(previous.lstrip()), previous.strip()
+            if not stripped or depth >= indent or (sibling is not None and depth == sibling
+                                                   and not stripped.startswith("if ")):
+                continue
+            if sibling is not None and depth == sibling:  # the `if` of the elif chain: its branch is not ours
+                indent, sibling = depth, None
+                continue
+            if not stripped.startswith(("if ", "elif ")):
+                continue
+            for var, operator, value in re.findall(r'"\$(\w+)"\s*(==|!=|=)\s*"([^"]*)"', stripped):
+                if var in fields and operator == "!=":
+                    listed = re.search(rf"\b{var}S=\(([^)]*)\)", runner)
+                    others = re.findall(r'"([^"]*)"', listed.group(1)) if listed else []
+                    if others:
+                        when[fields[var][0]] = [v for v in others if v != value]
+                elif var in fields:
+                    when[fields[var][0]] = [value, *([None] if fields[var][1] == value else [])]
+            if stripped.startswith("elif "):
+                sibling = depth
+            else:
+                indent = depth
+        edit: dict[str, Any] = {"key": copied.group(1), "from": copied.group(2)}
+        if when:
+            edit["when"] = dict(sorted(when.items()))
+        edits.append(edit)
+    return edits
 
 
 def _launch(runner: str) -> dict[str, str]:
