@@ -391,7 +391,9 @@ def test_entry_scripts_around_a_shared_validator_with_yaml_cases_shape(tmp_path:
     validation = starter.policy["validation"]
     assert validation["entry"] == "megatron.training.arguments:parse_and_validate_args"
     assert validation["run_entry_script"] is True and validation["unknown_flags"] == "error"
-    assert validation["paths"] == ["megatron/training/arguments.py", "pretrain_bert.py", "pretrain_gpt.py"]
+    assert validation["paths"] == ["megatron/training/arguments.py", "megatron/training/global_vars.py",
+                                   "megatron/training/utils/__init__.py", "pretrain_bert.py",
+                                   "pretrain_gpt.py"]
     assert "functions" not in validation  # the entry's own flow runs validate_args
     assert validation["replace"] == [
         {"target": "megatron.training.arguments:set_global_variables", "with": "return_value", "value": None,

@@ -71,8 +71,8 @@ def _entry_scripts_shape(root: Path, modules: dict[str, Module]) -> Starter | No
     validation: dict[str, Any] = {"paths": _entry_paths(module, deeper, callers, entries),
                                   "entry": f"{module.name}:{function.name}", "run_entry_script": True,
                                   "unknown_flags": "error"}
-    why["validation.paths"] = ("the validator's module, the argument modules it imports, and the entry "
-                               "scripts the CI recipes start: a PR touching none of them needs no analysis")
+    why["validation.paths"] = ("the validator's module, the tree modules it imports, and the entry scripts "
+                               "the CI recipes start: a PR touching none of them needs no analysis")
     why["validation.entry"] = (f"{module.path}: {function.name} runs parse_args, then the validator; "
                                f"{len(callers)} top-level scripts call it ({', '.join(callers[:4])} ...)")
     why["validation.run_entry_script"] = ("each entry script passes its own providers and defaults: the "
@@ -117,8 +117,7 @@ def _called_names(node: ast.AST) -> list[str]:
 
 
 def _entry_paths(module: Module, deeper: list[Module], callers: list[str], entries: list[str]) -> list[str]:
-    arguments = [m.path for m in deeper if "arg" in m.name.rsplit(".", 1)[-1]]
-    return list(dict.fromkeys([module.path, *arguments, *callers, *entries]))
+    return list(dict.fromkeys([module.path, *(m.path for m in deeper), *callers, *entries]))
 
 
 def _definition(modules: dict[str, Module], module: str, name: str,
