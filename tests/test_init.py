@@ -278,6 +278,7 @@ import os
 
 from megatron.training.global_vars import set_global_variables
 from megatron.training.utils import get_device_arch_version
+from megatron.training.versions import is_te_min_version
 
 
 def parse_and_validate_args(extra_args_provider=None, args_defaults={{}}):
@@ -296,6 +297,7 @@ def parse_args(extra_args_provider=None):
     parser.add_argument("--fp8", action="store_true")
     parser.add_argument("--train-iters", type=int)
     parser.add_argument("--exit-interval", type=int)
+    parser.add_argument("--seed", type=int, default=1234)
     if extra_args_provider is not None:
         parser = extra_args_provider(parser)
     args = parser.parse_args()
@@ -308,6 +310,7 @@ def validate_args(args, defaults={{}}):
     assert args.world_size % args.tensor_model_parallel_size == 0, "world size"
     if args.fp8 and get_device_arch_version() < 9:
         raise ValueError("fp8 needs Hopper")
+    assert not args.fp8 or is_te_min_version("2.0"), "fp8 needs TE 2.0"
 '''
 GLOBAL_VARS = '''\
 _GLOBAL_ARGS = None
@@ -348,8 +351,11 @@ if [[ "$MODE" == "pretraining" && "$TEST_TYPE" != "release" ]]; then
         /usr/local/bin/yq -i '.MODEL_ARGS."--exit-interval" = .MODEL_ARGS."--train-iters"' $PARAMS
     fi
 fi
-export RUN_NUMBER=1
-bash $(dirname $0)/_run_training.sh
+for i in $(seq 1 $N_REPEAT); do
+    export REPEAT=$i
+    export RUN_NUMBER=1
+    bash $(dirname $0)/_run_training.sh
+done
 '''
 RUN_TRAINING = '''\
 cat $TRAINING_PARAMS_PATH | envsubst >$TRAINING_PARAMS_PATH.tmp
@@ -364,7 +370,7 @@ python -m torch.distributed.run --nproc_per_node $GPUS_PER_NODE --nnodes $NUM_NO
 def megatron_shaped(root: Path) -> Path:
     from test_yaml_args import RECIPE, TP2
 
-    case = TP2.replace("--bf16: true", "--bf16: true\n  --train-iters: 10")
+    case = TP2.replace("--bf16: true", "--bf16: true\n  --train-iters: 10\n  --seed: ${REPEAT}")
     runner = "tests/functional_tests/shell_test_utils"
     return write(root, {
         "megatron/__init__.py": "", "megatron/training/__init__.py": "",
@@ -375,6 +381,10 @@ def megatron_shaped(root: Path) -> Path:
         "megatron/training/utils/common.py": "def get_device_arch_version():\n    import torch\n\n"
                                              "    return torch.cuda.get_device_properties(0).major\n",
         "megatron/training/models.py": "from typing import Any, override\n",
+        "megatron/training/versions.py": "from importlib.metadata import version\n\n\n"
+                                         "def is_te_min_version(wanted):\n"
+                                         "    return version('transformer-engine') >= wanted\n",
+        "uv.lock": '[[package]]\nname = "transformer-engine"\nversion = "2.17.1+4329ff84"\n',
         "pretrain_gpt.py": ENTRY_SCRIPT.format(name="gpt"),
         "pretrain_bert.py": ENTRY_SCRIPT.format(name="bert"),
         "tests/test_utils/recipes/h100/gpt.yaml": RECIPE,
@@ -392,8 +402,8 @@ def test_entry_scripts_around_a_shared_validator_with_yaml_cases_shape(tmp_path:
     assert validation["entry"] == "megatron.training.arguments:parse_and_validate_args"
     assert validation["run_entry_script"] is True and validation["unknown_flags"] == "error"
     assert validation["paths"] == ["megatron/training/arguments.py", "megatron/training/global_vars.py",
-                                   "megatron/training/utils/__init__.py", "pretrain_bert.py",
-                                   "pretrain_gpt.py"]
+                                   "megatron/training/utils/__init__.py", "megatron/training/versions.py",
+                                   "pretrain_bert.py", "pretrain_gpt.py"]
     assert "functions" not in validation  # the entry's own flow runs validate_args
     assert validation["replace"] == [
         {"target": "megatron.training.arguments:set_global_variables", "with": "return_value", "value": None,
@@ -413,9 +423,13 @@ def test_entry_scripts_around_a_shared_validator_with_yaml_cases_shape(tmp_path:
         # the runner's copy under its conditions on the case's own fields (its LIGHTWEIGHT mode: as if unset)
         "edits": [{"key": "--exit-interval", "from": "--train-iters",
                    "when": {"MODE": ["pretraining", None], "TEST_TYPE": ["regular", "ckpt-resume"]}}],
-        "variables": {"GPUS_PER_NODE": "8"}, "env_products": {"WORLD_SIZE": ["nodes", "GPUS_PER_NODE"]},
+        # REPEAT: the first pass of the runner's `for i in $(seq 1 $N_REPEAT)` loop
+        "variables": {"GPUS_PER_NODE": "8", "REPEAT": "1"},
+        "env_products": {"WORLD_SIZE": ["nodes", "GPUS_PER_NODE"]},
         "env": {"RANK": "0"}}
     harness = starter.policy["harness"]
+    # the version validation reads of a package absent here: the lock file's, local part dropped
+    assert harness["stub_attributes"] == {"transformer_engine.__version__": "2.17.1"}
     if sys.version_info < (3, 12):
         assert harness["backports"] == {"typing.override": "typing_extensions:override"}
     else:
@@ -498,7 +512,7 @@ def test_init_on_the_megatron_twin_sees_what_its_policy_sees(tmp_path: Path, prt
         "run_entry_script": True,
         "replace": [{"target": "megatron.training.arguments:set_global_variables", "with": "return_value",
                      "value": None, "only_if_missing": False}]},
-        "matrix": {"sources": [RECIPE_POLICY]}}))
+        "matrix": {"sources": [{**RECIPE_POLICY, "variables": {"GPUS_PER_NODE": "8", "REPEAT": "1"}}]}}))
     expected = prtriage("doctor", "--tree", str(tree), "--policy", str(hand), "--format", "json",
                         cache_dir=prtriage_cache)
     assert expected.returncode == 0, expected.describe()
@@ -508,5 +522,39 @@ def test_init_on_the_megatron_twin_sees_what_its_policy_sees(tmp_path: Path, prt
     health, built = run.json()["health"], expected.json()["health"]
     assert health["suites"] == built["suites"] == 4, (health, built)  # gpt3_tp2 x2 rows, new_assert, #run2
     assert health["base"]["accepted_share"] == built["base"]["accepted_share"] == 1.0
-    # the suites name CI hosts' directories (the recipe's /mnt/artifacts, JET's /workspace): present there
-    assert run.json()["rounds"] == [["harness.existing_path_prefixes += ['/mnt/', '/workspace/']"], []]
+    # nothing to add: the suites name CI hosts' directories (/mnt/artifacts), but no script runs on them, and
+    # validation found what it read
+    assert run.json()["rounds"] == [[]]
+
+
+def test_refine_pins_asked_package_versions_and_replaces_a_function_failing_on_a_stub(tmp_path: Path) -> None:
+    starter = detect(megatron_shaped(tmp_path))
+    write(tmp_path, {
+        "pyproject.toml": 'dependencies = ["vllm>=0.8.5,<=0.12.0", "nvidia-resiliency-ext==0.6.0"]\n',
+        "megatron/training/lora.py": "from typing import get_args\n\n\ndef max_rank(rank):\n"
+                                     "    from vllm.config.lora import MaxLoRARanks\n\n"
+                                     "    return sorted(get_args(MaxLoRARanks))[-1]\n",
+        "megatron/training/plain.py": "def first(values):\n    return values[0]\n"})
+    suite = Suite("gpt/gpt3_tp2", "r", ("--load", "/mnt/artifacts/ckpt"), entry="pretrain_gpt.py")
+    outcomes = {
+        "a": Outcome("error", "PackageNotFoundError", "To use vllm rollout, please ensure the 'vllm' package "
+                     "is properly installed.", "megatron/training/lora.py", 5),
+        "b": Outcome("error", "AssertionError", "Minimum required nvidia-resiliency-ext package version is "
+                     "0.6.0.", "megatron/training/arguments.py", 3),
+        "c": Outcome("error", "IndexError", "list index out of range", "megatron/training/lora.py", 7),
+        "d": Outcome("error", "IndexError", "list index out of range", "megatron/training/plain.py", 2)}
+    suites = tuple(Suite(key, "r", suite.argv, entry=suite.entry) for key in outcomes)
+    health = assess(Matrix(suites, scripts=1, captured=1),
+                    {key: SuiteResult(key, outcome) for key, outcome in outcomes.items()}, {}, {})
+    refined = refine(starter, suites, health, tmp_path)
+    assert refined.policy["harness"]["stub_attributes"] == {"transformer_engine.__version__": "2.17.1",
+                                                            "vllm.__version__": "0.12.0",
+                                                            "nvidia_resiliency_ext.__version__": "0.6.0"}
+    # only the function that imports the absent package; plain.py's IndexError is the code's own
+    assert refined.policy["validation"]["replace"][-1] == {
+        "target": "megatron.training.lora:max_rank", "with": "return_value", "value": None,
+        "only_if_missing": False}
+    assert len(refined.policy["validation"]["replace"]) == len(starter.policy["validation"]["replace"]) + 1
+    # a yaml_args suite names /mnt/artifacts, but no script runs there: no existing_path_prefixes
+    assert "existing_path_prefixes" not in refined.policy["harness"]
+    assert refine(refined, suites, health, tmp_path).rounds[-1] == []

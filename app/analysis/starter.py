@@ -421,7 +421,11 @@ def refine(starter: Starter, suites: Iterable[Suite], health: Health, root: Path
     suites = list(suites)
     errors = [f"{g.example.exception or ''}: {g.example.message or ''}" for g in health.errors]
     errors += [failure.reason for failure in (*health.failed, *health.partial)]
-    changes = _host_prefixes(refined, [*_suite_paths(suites), *_error_paths(errors)])
+    # Paths the suites name exist on CI's hosts for the scripts that run there; suites read from data files
+    # (yaml_args, static) run no script: there, only the paths validation failed on.
+    kinds = {source["kind"] for source in refined.policy["matrix"]["sources"]}
+    named = _suite_paths(suites) if kinds - {"yaml_args", "static"} else iter(())
+    changes = _host_prefixes(refined, [*named, *_error_paths(errors)])
     changes += _config_fixture(refined, suites, errors)
     for text in errors:
         changes += _attribute_default(refined.policy["validation"], text, refined.why)

@@ -30,6 +30,7 @@ from app.analysis.starter_tree import (
     imported_modules,
     installed,
     is_test,
+    pinned_version,
     read_text,
 )
 
@@ -387,13 +388,18 @@ def _launch(runner: str) -> dict[str, str]:
 
 
 def _runner_defaults(runner: str, names: set[str]) -> dict[str, str]:
-    """The runner's own values of NAMES: `NAME=${NAME:-8}`, else its first literal `export NAME=1`."""
+    """The runner's own values of NAMES: `NAME=${NAME:-8}`, else its first literal `export NAME=1`, else the
+    first value of the loop that sets it (`for i in $(seq 1 $N_REPEAT); do export REPEAT=$i`)."""
+    loops = dict(re.findall(r"\bfor (\w+) in \$\(seq (\d+) ", runner))
     found = {}
     for name in sorted(names):
         default = re.search(rf"\b{name}=\"?\$\{{{name}:-\"?([\w.-]+)\"?\}}", runner)
         literal = re.search(rf"^\s*(?:export\s+)?{name}=\"?([\w.-]+)\"?\s*$", runner, re.M)
+        looped = re.search(rf"^\s*(?:export\s+)?{name}=\"?\$\{{?(\w+)\}}?\"?\s*$", runner, re.M)
         if default or literal:
             found[name] = (default or literal).group(1)  # type: ignore[union-attr]
+        elif looped and looped.group(1) in loops:
+            found[name] = loops[looped.group(1)]
     return found
 
 
@@ -420,11 +426,29 @@ def _harness(root: Path, used: list[Module], modules: dict[str, Module],
         harness["backports"] = backports
         why["harness.backports"] = (f"the tree imports from typing what Python {sys.version_info[0]}."
                                     f"{sys.version_info[1]} lacks: typing_extensions has it")
+    versions = _read_versions(root, used, modules)
+    if versions:
+        harness["stub_attributes"] = versions
+        why["harness.stub_attributes"] = ("packages whose installed version the validation reads "
+                                          "(`version(\"transformer-engine\")`), absent here and stubbed: the "
+                                          "version the tree's dependency files give CI")
     if "torch" in real:
         harness["limits"] = dict(_LIMITS)
         why["harness.limits"] = ("importing torch maps more than 4 GiB of address space, and takes tens of "
                                  "seconds on a loaded host")
     return harness
+
+
+def _read_versions(root: Path, used: list[Module], modules: dict[str, Module]) -> dict[str, str]:
+    local = {name.split(".")[0] for name in modules}
+    names = {d for m in used for d in re.findall(r"\bversion\(\s*[\"']([\w.-]+)[\"']\s*\)", m.source)}
+    found = {}
+    for distribution in sorted(names):
+        module = distribution.replace("-", "_").lower()
+        version = None if module in local or installed(module) else pinned_version(root, distribution)
+        if version:
+            found[f"{module}.__version__"] = version
+    return found
 
 
 def real_packages(used: list[Module], modules: dict[str, Module]) -> list[str]:
