@@ -416,7 +416,7 @@ def test_entry_scripts_around_a_shared_validator_with_yaml_cases_shape(tmp_path:
     assert source == {
         "kind": "yaml_args", "recipes": ["tests/test_utils/recipes/h100/*.yaml"],
         "scopes": ["mr", "mr-github", "nightly"],  # mr-broken is not run
-        "recipe_variables": ["CHECKPOINT_LOAD_PATH", "DATA_PATH", "TENSORBOARD_PATH"],
+        "recipe_variables": ["CHECKPOINT_LOAD_PATH", "TENSORBOARD_PATH"],  # those the cases reference
         "fields": {"assets_dir": "/workspace/assets"},
         "config_variable": "TRAINING_PARAMS_PATH", "entry_variable": "TRAINING_SCRIPT_PATH",
         "checkout": "/opt/megatron-lm", "map": "MODEL_ARGS", "numbered_maps": True, "env_map": "ENV_VARS",

@@ -217,7 +217,10 @@ def _yaml_args(root: Path, validator: Module) -> tuple[dict[str, Any], str, list
                        and all(_UPPER.match(str(x)) and not isinstance(y, dict | list) for x, y in v.items()))
     runner = _runner_text(root, scripts, mount)
     case_text = "\n".join(yaml.safe_dump(c) for c in cases)
-    referenced = set(_PLACEHOLDER.findall(case_text)) | set(_PLACEHOLDER.findall(runner))
+    # the recipe words the cases reference, and those the runner launches with (GPUS_PER_NODE): any other
+    # would only tell rows with the same command line apart
+    launch = _launch(runner)
+    referenced = set(_PLACEHOLDER.findall(case_text)) | set(launch.values())
     recipe_variables = sorted({n for n, _ in words} & referenced - {config_name, entry_name})
     directories = sorted({r[0].parent.relative_to(root).as_posix() for r in recipes})
     scopes = sorted({str(s) for r in recipes for s in _row_values(r[1], "scope")})
@@ -238,7 +241,6 @@ def _yaml_args(root: Path, validator: Module) -> tuple[dict[str, Any], str, list
     edits = _edits(runner, map_key)
     if edits:
         source["edits"] = edits
-    launch = _launch(runner)
     wanted = (set(_PLACEHOLDER.findall(case_text)) | set(launch.values())) - set(recipe_variables)
     variables = _runner_defaults(runner, wanted | ({launch["nproc"]} if "nproc" in launch else set()))
     if variables:
