@@ -19,7 +19,6 @@ from __future__ import annotations
 import ast
 import copy
 import re
-import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path, PurePosixPath
@@ -42,6 +41,7 @@ from app.analysis.starter_tree import (
     pinned_version,
     read_modules,
     read_text,
+    real_packages,
 )
 
 MIN_OPTIONS = 10  # add_argument calls that make a module-level parse_args the command line's
@@ -403,11 +403,7 @@ def _output_dir(root: Path, runner_text: str, args: list[str]) -> dict[str, Any]
 
 
 def _harness(used: list[Module], modules: dict[str, Module]) -> dict[str, Any]:
-    imported = {name.split(".")[0] for m in used for node in ast.walk(m.tree)
-                for name in import_names(node)}
-    local = {name.split(".")[0] for name in modules}
-    real = sorted(name for name in imported - local - set(sys.stdlib_module_names)
-                  if name and installed(name))
+    real = real_packages(used, modules)
     harness: dict[str, Any] = {"stub_missing_modules": True, "real_packages": real}
     if "torch" in real:
         harness["limits"] = {"memory_mb": 8192}  # importing torch maps more than 4 GiB of address space

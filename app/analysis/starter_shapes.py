@@ -5,9 +5,7 @@
   each with its own providers; CI writes each case as a YAML map (`model_config.yaml`'s `MODEL_ARGS`) that
   recipes under tests/ hand to a shell runner (`TRAINING_PARAMS_PATH=...`, `TRAINING_SCRIPT_PATH=...`).
   -> `run_entry_script: true` and a `yaml_args` source read from the recipes, the case files and the runner.
-- A Hydra application (`@hydra.main`) that CI's workflow steps start through scripts (`python3 -m pkg.main`)
-  -> `validation.hydra` with the start-up checks its run path calls on the config, and a `workflow_steps`
-  source.
+- A Hydra application started by workflow steps: app/analysis/starter_hydra.py.
 Both read the tree only; each choice carries its reason, as in app/analysis/starter.py.
 """
 
@@ -23,15 +21,17 @@ from typing import Any
 
 import yaml
 
+from app.analysis.starter_hydra import hydra_shape
 from app.analysis.starter_tree import (
+    TORCH_LIMITS,
     Module,
     Starter,
-    import_names,
     imported_modules,
     installed,
     is_test,
     pinned_version,
     read_text,
+    real_packages,
 )
 
 MIN_OPTIONS = 10
@@ -47,12 +47,11 @@ LAUNCHER_ENV = {"RANK": "0", "LOCAL_RANK": "0"}
 _ENV_READ = re.compile(r"""(?:getenv|environ\.get|environ\[)\(?\s*['"](\w+)['"]""")
 _PLACEHOLDER = re.compile(r"\$\{?([A-Za-z_]\w*)")
 _UPPER = re.compile(r"^[A-Z_][A-Z0-9_]*$")
-_LIMITS = {"memory_mb": 8192, "suite_seconds": 120}
 
 
 def detect_shape(root: Path, modules: dict[str, Module]) -> Starter | None:
     """The starter of a tree of one of these shapes, or None (the other detections then look)."""
-    return _entry_scripts_shape(root, modules) or _hydra_shape(root, modules)
+    return _entry_scripts_shape(root, modules) or hydra_shape(root, modules)
 
 
 # --- entry scripts around a shared validator, cases as YAML maps ------------------------------------------
@@ -435,7 +434,7 @@ def _harness(root: Path, used: list[Module], modules: dict[str, Module],
                                           "(`version(\"transformer-engine\")`), absent here and stubbed: the "
                                           "version the tree's dependency files give CI")
     if "torch" in real:
-        harness["limits"] = dict(_LIMITS)
+        harness["limits"] = dict(TORCH_LIMITS)
         why["harness.limits"] = ("importing torch maps more than 4 GiB of address space, and takes tens of "
                                  "seconds on a loaded host")
     return harness
@@ -453,13 +452,6 @@ def _read_versions(root: Path, used: list[Module], modules: dict[str, Module]) -
     return found
 
 
-def real_packages(used: list[Module], modules: dict[str, Module]) -> list[str]:
-    imported = {name.split(".")[0] for m in used for node in ast.walk(m.tree) for name in import_names(node)}
-    local = {name.split(".")[0] for name in modules}
-    return sorted(name for name in imported - local - set(sys.stdlib_module_names)
-                  if name and installed(name))
-
-
 def _backports(modules: dict[str, Module]) -> dict[str, str]:
     import typing
 
@@ -472,183 +464,3 @@ def _backports(modules: dict[str, Module]) -> dict[str, str]:
 
     return {f"typing.{n}": f"typing_extensions:{n}" for n in sorted(names)
             if n.isidentifier() and not hasattr(typing, n) and hasattr(typing_extensions, n)}
-
-
-# --- a Hydra application started by workflow steps --------------------------------------------------------
-
-def _hydra_shape(root: Path, modules: dict[str, Module]) -> Starter | None:
-    apps = {m.name: (m, node, kwargs) for m in modules.values() if not is_test(m) and "hydra.main" in m.source
-            for node, kwargs in _hydra_mains(m)}
-    if not apps:
-        return None
-    launched = _launching_scripts(root, set(apps))
-    counts = Counter(module for _, found in launched for module in found)
-    if not counts:
-        return None
-    name = counts.most_common(1)[0][0]
-    module, function, kwargs = apps[name]
-    starter = Starter({"version": 1})
-    why = starter.why
-    checks = _hydra_checks(module, function, modules)
-    check_names = {c["function"].split(":")[1] for c in checks}
-    validators = [c["function"] for c in checks if "kwargs_from" in c]
-    siblings = sorted(n for n in counts if n != name and apps[n][1].name == function.name
-                      and any(f"{c}(" in apps[n][0].source for c in check_names if c.startswith("validat")))
-    entries = [name, *siblings]
-    config_dir = PurePosixPath(module.path).parent / str(kwargs.get("config_path") or ".")
-    paths = [module.path, f"{config_dir.as_posix()}/**"]
-    paths += sorted({modules[c.split(":")[0]].path for item in checks
-                     for c in [item["function"], *item.get("kwargs_from", {}).values()]
-                     if c.split(":")[0] in modules})
-    targets = _config_targets(root / config_dir, modules)
-    paths += sorted({f"{PurePosixPath(m.path).parent.as_posix()}/**" for m in targets})
-    paths += [apps[n][0].path for n in siblings]
-    validation: dict[str, Any] = {"paths": list(dict.fromkeys(paths)), "entry": f"{name}:{function.name}"}
-    why["validation.paths"] = ("the Hydra application, its config directory, the checks it runs and the "
-                               "dataclasses its config instantiates: a PR touching none needs no analysis")
-    why["validation.entry"] = (f"{module.path}: {function.name} is a Hydra application (@hydra.main "
-                               f"config_name={kwargs.get('config_name')!r}), the one CI's scripts launch "
-                               f"most ({counts[name]} launches)")
-    if validators:
-        validation["functions"] = validators
-        why["validation.functions"] = "the validators among the checks, rewritten for record mode"
-    validation["unknown_flags"] = "error"
-    why["validation.unknown_flags"] = ("Hydra composes in struct mode: an override of a key the config lacks "
-                                       "is refused")
-    validation["hydra"] = {"resolve": "OmegaConf.resolve(" in module.source, "checks": checks}
-    why["validation.hydra"] = ("the checks the application's run path calls on the composed config, in "
-                               "order, with the keyword arguments it computes from the config")
-    if any("AutoConfig.from_pretrained" in m.source for m in targets):
-        validation["replace"] = [{"target": "transformers:AutoConfig.from_pretrained",
-                                  "with": "fixture_namespace", "fixture": "hf_config",
-                                  "fixture_file": "config.json"}]
-        why["validation.replace"] = ("the dataclasses the config instantiates read the model's HF config: a "
-                                     "fixture stands in for it")
-    starter.policy["validation"] = validation
-    scripts = sorted({_script_glob(path) for path, found in launched if set(found) & set(entries)})
-    entry_pattern = "^(" + "|".join(re.escape(e) for e in entries) + ")$"
-    source: dict[str, Any] = {"kind": "workflow_steps", "workflows": [".github/workflows/*.yml"],
-                              "scripts": scripts, "entry": entry_pattern,
-                              "launchers": ["python", "python3", "torchrun", "ray"], "env_from": ["exported"]}
-    hosted = _hosted_jobs(root, [path for path, _ in launched])
-    if hosted is not None:
-        source["env"] = {"HOME": "/home/runner" if hosted else "/root"}
-        why["matrix.sources.env"] = ("the jobs run on GitHub's hosted runners, whose HOME is /home/runner"
-                                     if hosted else "the jobs run on self-hosted runners (runs-on labels "
-                                     "of their own), in CI's container as root: the scripts' $HOME is /root")
-    starter.policy["matrix"] = {"sources": [source]}
-    launches = sum(counts[e] for e in entries)
-    why["matrix.sources[0]"] = (f"workflow steps run scripts that launch the application ({launches} "
-                                f"launches of {', '.join(entries)} with `python -m`); each step runs as CI "
-                                "runs it, its variables exported")
-    used = [module, *imported_modules(module, modules)]
-    real = real_packages(used, modules)
-    harness: dict[str, Any] = {"stub_missing_modules": True, "real_packages": real}
-    why["harness.real_packages"] = ("packages the application and the modules it imports import that this "
-                                    "machine has (Hydra and OmegaConf compose the config for real)")
-    if "torch" in real:
-        harness["limits"] = dict(_LIMITS)
-        why["harness.limits"] = "importing torch maps more than 4 GiB of address space"
-    starter.policy["harness"] = harness
-    return starter
-
-
-def _hydra_mains(module: Module) -> list[tuple[ast.FunctionDef, dict[str, Any]]]:
-    found = []
-    for node in module.tree.body:
-        if not isinstance(node, ast.FunctionDef):
-            continue
-        for decorator in node.decorator_list:
-            if (isinstance(decorator, ast.Call) and isinstance(decorator.func, ast.Attribute)
-                    and decorator.func.attr == "main" and isinstance(decorator.func.value, ast.Name)
-                    and decorator.func.value.id == "hydra"):
-                kwargs = {k.arg: k.value.value for k in decorator.keywords
-                          if k.arg and isinstance(k.value, ast.Constant)}
-                found.append((node, kwargs))
-    return found
-
-
-def _launching_scripts(root: Path, apps: set[str]) -> list[tuple[str, list[str]]]:
-    """The shell scripts the workflows' run: steps name, with the applications each launches (`-m pkg.x`)."""
-    named: set[str] = set()
-    for workflow in sorted((root / ".github" / "workflows").glob("*.y*ml")):
-        named |= set(re.findall(r"(?<![\w./-])((?:\./)?[\w./-]+\.sh)\b", read_text(workflow)))
-    found = []
-    for name in sorted(named):
-        path = root / name.removeprefix("./")
-        text = read_text(path) if path.is_file() else ""
-        launched = [m for m in re.findall(r"-m\s+([\w.]+)", text) if m in apps]
-        if launched:
-            found.append((path.relative_to(root).as_posix(), launched))
-    return found
-
-
-def _hosted_jobs(root: Path, scripts: list[str]) -> bool | None:
-    """Whether the jobs whose steps run SCRIPTS run on GitHub's hosted runners (`ubuntu-latest` ...); None
-    when no job says."""
-    labels: list[str] = []
-    for workflow in sorted((root / ".github" / "workflows").glob("*.y*ml")):
-        try:
-            document = yaml.safe_load(read_text(workflow))
-        except yaml.YAMLError:
-            continue
-        jobs = document.get("jobs") if isinstance(document, dict) else None
-        for job in jobs.values() if isinstance(jobs, dict) else []:
-            text = yaml.safe_dump(job.get("steps")) if isinstance(job, dict) else ""
-            if any(script in text for script in scripts):
-                labels.append(str(job.get("runs-on")))
-    if not labels:
-        return None
-    hosted = sum(bool(re.match(r"\W*(ubuntu|windows|macos)-", label)) for label in labels)
-    return hosted * 2 > len(labels)
-
-
-def _script_glob(path: str) -> str:
-    parts = PurePosixPath(path).parts
-    return f"{'/'.join(parts[:2])}/**/*.sh" if len(parts) > 2 else f"{parts[0]}/*.sh"
-
-
-def _hydra_checks(module: Module, function: ast.FunctionDef,
-                  modules: dict[str, Module]) -> list[dict[str, Any]]:
-    """Tree functions the application calls on its config: in its own body (`auto_set_device(config)`), and
-    the validators its run path calls (`validate_config(config, use_critic=need_critic(config))`)."""
-    imported = {name: origin for origin, name in module.imported()
-                if origin in modules or any(m.startswith(origin + ".") for m in modules)}
-    config = function.args.args[0].arg if function.args.args else "config"
-    checks: list[dict[str, Any]] = []
-
-    def config_call(call: ast.Call) -> bool:
-        given = [*call.args, *(k.value for k in call.keywords if k.arg in (None, "config"))]
-        return any(isinstance(a, ast.Name) and a.id == config for a in given[:1])
-
-    for node in ast.walk(function):
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in imported
-                and config_call(node)):
-            checks.append({"function": f"{imported[node.func.id]}:{node.func.id}"})
-    for node in ast.walk(module.tree):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in imported
-                and node.func.id.startswith("validat")):
-            continue
-        check: dict[str, Any] = {"function": f"{imported[node.func.id]}:{node.func.id}"}
-        kwargs = {k.arg: f"{imported[k.value.func.id]}:{k.value.func.id}" for k in node.keywords
-                  if k.arg and isinstance(k.value, ast.Call) and isinstance(k.value.func, ast.Name)
-                  and k.value.func.id in imported}
-        if kwargs:
-            check["kwargs_from"] = kwargs
-        if check["function"] not in {c["function"] for c in checks}:
-            checks.append(check)
-    return checks
-
-
-def _config_targets(config_dir: Path, modules: dict[str, Module]) -> list[Module]:
-    """The tree modules defining the `_target_` classes the application's YAML configs instantiate."""
-    targets = set()
-    for path in sorted(config_dir.rglob("*.yaml")) if config_dir.is_dir() else []:
-        targets |= set(re.findall(r"_target_:\s*['\"]?([\w.]+)\.(\w+)", read_text(path)))
-    found = {}
-    for package, cls in targets:
-        for module in modules.values():
-            inside = module.name == package or module.name.startswith(package + ".")
-            if inside and f"class {cls}" in module.source:
-                found[module.name] = module
-    return [found[n] for n in sorted(found)]

@@ -8,11 +8,15 @@ import copy
 import functools
 import importlib.util
 import re
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+# With torch real: importing it maps more than 4 GiB of address space, and takes tens of seconds on a
+# loaded host.
+TORCH_LIMITS = {"memory_mb": 8192, "suite_seconds": 120}
 MAX_FILE_BYTES = 2_000_000  # a generated or vendored file is not where a validator lives
 SKIP_DIRS = frozenset({".git", ".github", "docs", "doc", "third_party", "3rdparty", "node_modules", "build",
                        "dist", ".venv", "venv", "__pycache__", "examples"})
@@ -137,3 +141,10 @@ def pinned_version(root: Path, distribution: str) -> str | None:
                     if operator in found:
                         return found[operator].split("+")[0]
     return None
+
+
+def real_packages(used: list[Module], modules: dict[str, Module]) -> list[str]:
+    imported = {name.split(".")[0] for m in used for node in ast.walk(m.tree) for name in import_names(node)}
+    local = {name.split(".")[0] for name in modules}
+    return sorted(name for name in imported - local - set(sys.stdlib_module_names)
+                  if name and installed(name))
