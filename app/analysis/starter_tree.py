@@ -1,5 +1,5 @@
 """The tree as `prtriage init` reads it: its Python modules, parsed when asked, and the starter policy being
-built (shared by the detections of app/analysis/starter.py and app/analysis/starter_shapes.py)."""
+built (shared by the detections of app/analysis/starter.py, starter_shapes.py and starter_hydra.py)."""
 
 from __future__ import annotations
 
