@@ -32,8 +32,8 @@ from app.analysis.policy import (
     parse_policy,
 )
 from app.analysis.render import render
-from app.analysis.starter import NoValidator
 from app.analysis.starter import render as render_starter
+from app.analysis.starter_tree import NoValidator
 from app.analysis.workflow_commands import append_step_summary, render_github
 from app.analysis.workflow_commands import command as workflow_command
 from app.config import CommandLineSettings, ConfigError, StartupError, UsageError

@@ -8,6 +8,7 @@ same on the real miles).
 
 from __future__ import annotations
 
+import sys
 import textwrap
 from pathlib import Path
 
@@ -19,7 +20,8 @@ from twin.miles import build_miles_twin
 from app.analysis.health import assess
 from app.analysis.model import CaptureFailure, Matrix, Outcome, Suite, SuiteResult
 from app.analysis.policy import parse_policy
-from app.analysis.starter import NoValidator, detect, refine, render
+from app.analysis.starter import detect, refine, render
+from app.analysis.starter_tree import NoValidator
 
 TWIN_POLICY = Path(__file__).parent / "twin" / "policy.yml"
 OPTIONS = "\n".join(f"    parser.add_argument('--option-{i}', type=int, default={i})" for i in range(12))
@@ -352,3 +354,294 @@ def test_an_unannotated_function_without_json_is_left_to_the_user(tmp_path: Path
     validation, changes = _refined_with(tmp_path, Outcome("error", "ConnectionError", "Connection refused",
                                                           "kite/external.py", line))
     assert "replace" not in validation and changes == []
+
+
+# Megatron-LM's shape: the validator is in the tree (parse_args with its options, then validate_args, then a
+# once-per-process set_global_variables), top-level entry scripts call it with their own providers, recipes
+# under tests/ hand a case file and an entry script to a shell runner.
+MEGATRON_ARGUMENTS = f'''\
+import argparse
+import os
+
+from megatron.training.global_vars import set_global_variables
+from megatron.training.utils import get_device_arch_version
+from megatron.training.versions import is_te_min_version
+
+
+def parse_and_validate_args(extra_args_provider=None, args_defaults={{}}):
+    args = parse_args(extra_args_provider)
+    validate_args(args, args_defaults)
+    set_global_variables(args)
+    return args
+
+
+def parse_args(extra_args_provider=None):
+    parser = argparse.ArgumentParser(allow_abbrev=False)
+{OPTIONS}
+    parser.add_argument("--tensor-model-parallel-size", type=int, default=1)
+    parser.add_argument("--load")
+    parser.add_argument("--tensorboard-dir")
+    parser.add_argument("--fp8", action="store_true")
+    parser.add_argument("--train-iters", type=int)
+    parser.add_argument("--exit-interval", type=int)
+    parser.add_argument("--seed", type=int, default=1234)
+    if extra_args_provider is not None:
+        parser = extra_args_provider(parser)
+    args = parser.parse_args()
+    args.world_size = int(os.getenv("WORLD_SIZE", "1"))
+    args.rank = int(os.getenv("RANK", "0"))
+    return args
+
+
+def validate_args(args, defaults={{}}):
+    assert args.world_size % args.tensor_model_parallel_size == 0, "world size"
+    if args.fp8 and get_device_arch_version() < 9:
+        raise ValueError("fp8 needs Hopper")
+    assert not args.fp8 or is_te_min_version("2.0"), "fp8 needs TE 2.0"
+'''
+GLOBAL_VARS = '''\
+_GLOBAL_ARGS = None
+
+
+def _ensure_var_is_not_initialized(var, name):
+    assert var is None, f"{name} is already initialized."
+
+
+def set_global_variables(args):
+    global _GLOBAL_ARGS
+    _ensure_var_is_not_initialized(_GLOBAL_ARGS, "args")
+    _GLOBAL_ARGS = args
+'''
+ENTRY_SCRIPT = '''\
+from megatron.training.arguments import parse_and_validate_args
+
+
+def add_{name}_args(parser):
+    parser.add_argument("--bf16", action="store_true")
+    return parser
+
+
+if __name__ == "__main__":
+    args = parse_and_validate_args(extra_args_provider=add_{name}_args)
+    raise SystemExit("training starts here")
+'''
+RUN_CI_TEST = '''\
+MODE=$(cat $TRAINING_PARAMS_PATH |
+    /usr/local/bin/yq '.MODE // "pretraining"')
+TEST_TYPE=$(cat $TRAINING_PARAMS_PATH |
+    /usr/local/bin/yq '.TEST_TYPE')
+TEST_TYPES=("regular" "ckpt-resume" "release")
+if [[ "$MODE" == "pretraining" && "$TEST_TYPE" != "release" ]]; then
+    if [[ "$LIGHTWEIGHT" == "true" ]]; then
+        /usr/local/bin/yq -i '.MODEL_ARGS."--exit-interval" = 4' $TRAINING_PARAMS_PATH
+    elif [[ "$LIGHTWEIGHT" == "false" ]]; then
+        /usr/local/bin/yq -i '.MODEL_ARGS."--exit-interval" = .MODEL_ARGS."--train-iters"' $PARAMS
+    fi
+fi
+for i in $(seq 1 $N_REPEAT); do
+    export REPEAT=$i
+    export RUN_NUMBER=1
+    bash $(dirname $0)/_run_training.sh
+done
+'''
+RUN_TRAINING = '''\
+cat $TRAINING_PARAMS_PATH | envsubst >$TRAINING_PARAMS_PATH.tmp
+NUM_NODES=${NUM_NODES:-${SLURM_NNODES:-1}}
+GPUS_PER_NODE=${GPUS_PER_NODE:-8}
+mkdir -p $DATA_PATH
+python -m torch.distributed.run --nproc_per_node $GPUS_PER_NODE --nnodes $NUM_NODES \\
+    $TRAINING_SCRIPT_PATH "${PARAMS[@]}"
+'''
+
+
+def megatron_shaped(root: Path) -> Path:
+    from test_yaml_args import RECIPE, TP2
+
+    case = TP2.replace("--bf16: true", "--bf16: true\n  --train-iters: 10\n  --seed: ${REPEAT}")
+    runner = "tests/functional_tests/shell_test_utils"
+    return write(root, {
+        "megatron/__init__.py": "", "megatron/training/__init__.py": "",
+        "megatron/training/arguments.py": MEGATRON_ARGUMENTS,
+        "megatron/training/global_vars.py": GLOBAL_VARS,
+        "megatron/training/utils/__init__.py":
+            "from megatron.training.utils.common import get_device_arch_version\n",
+        "megatron/training/utils/common.py": "def get_device_arch_version():\n    import torch\n\n"
+                                             "    return torch.cuda.get_device_properties(0).major\n",
+        "megatron/training/models.py": "from typing import Any, override\n",
+        "megatron/training/versions.py": "from importlib.metadata import version\n\n\n"
+                                         "def is_te_min_version(wanted):\n"
+                                         "    return version('transformer-engine') >= wanted\n",
+        "uv.lock": '[[package]]\nname = "transformer-engine"\nversion = "2.17.1+4329ff84"\n',
+        "pretrain_gpt.py": ENTRY_SCRIPT.format(name="gpt"),
+        "pretrain_bert.py": ENTRY_SCRIPT.format(name="bert"),
+        "tests/test_utils/recipes/h100/gpt.yaml": RECIPE,
+        "tests/test_utils/recipes/_build.yaml": "type: build\nspec:\n  script: docker build .\n",
+        "tests/functional_tests/test_cases/gpt/gpt3_tp2/model_config.yaml": case,
+        "tests/functional_tests/test_cases/gpt/gpt3_new_assert/model_config.yaml":
+            case + "MODEL_ARGS_2:\n  --load: /mnt/x\n  --train-iters: 20\n",
+        f"{runner}/run_ci_test.sh": RUN_CI_TEST, f"{runner}/_run_training.sh": RUN_TRAINING,
+    })
+
+
+def test_entry_scripts_around_a_shared_validator_with_yaml_cases_shape(tmp_path: Path) -> None:
+    starter = detect(megatron_shaped(tmp_path))
+    validation = starter.policy["validation"]
+    assert validation["entry"] == "megatron.training.arguments:parse_and_validate_args"
+    assert validation["run_entry_script"] is True and validation["unknown_flags"] == "error"
+    assert validation["paths"] == ["megatron/training/arguments.py", "megatron/training/global_vars.py",
+                                   "megatron/training/utils/__init__.py", "megatron/training/versions.py",
+                                   "pretrain_bert.py", "pretrain_gpt.py"]
+    assert "functions" not in validation  # the entry's own flow runs validate_args
+    assert validation["replace"] == [
+        {"target": "megatron.training.arguments:set_global_variables", "with": "return_value", "value": None,
+         "only_if_missing": False},
+        # re-exported by megatron/training/utils/__init__.py, defined in common.py; the recipe's GPU is H100
+        {"target": "megatron.training.arguments:get_device_arch_version", "with": "return_value", "value": 9,
+         "only_if_missing": False}]
+    assert "asserts it runs once per process" in starter.why["validation.replace"]
+    [source] = starter.policy["matrix"]["sources"]
+    assert source == {
+        "kind": "yaml_args", "recipes": ["tests/test_utils/recipes/h100/*.yaml"],
+        "scopes": ["mr", "mr-github", "nightly"],  # mr-broken is not run
+        "recipe_variables": ["CHECKPOINT_LOAD_PATH", "TENSORBOARD_PATH"],  # those the cases reference
+        "fields": {"assets_dir": "/workspace/assets"},
+        "config_variable": "TRAINING_PARAMS_PATH", "entry_variable": "TRAINING_SCRIPT_PATH",
+        "checkout": "/opt/megatron-lm", "map": "MODEL_ARGS", "numbered_maps": True, "env_map": "ENV_VARS",
+        # the runner's copy under its conditions on the case's own fields (its LIGHTWEIGHT mode: as if unset)
+        "edits": [{"key": "--exit-interval", "from": "--train-iters",
+                   "when": {"MODE": ["pretraining", None], "TEST_TYPE": ["regular", "ckpt-resume"]}}],
+        # REPEAT: the first pass of the runner's `for i in $(seq 1 $N_REPEAT)` loop
+        "variables": {"GPUS_PER_NODE": "8", "REPEAT": "1"},
+        "env_products": {"WORLD_SIZE": ["nodes", "GPUS_PER_NODE"]},
+        "env": {"RANK": "0"}}
+    harness = starter.policy["harness"]
+    # the version validation reads of a package absent here: the lock file's, local part dropped
+    assert harness["stub_attributes"] == {"transformer_engine.__version__": "2.17.1"}
+    if sys.version_info < (3, 12):
+        assert harness["backports"] == {"typing.override": "typing_extensions:override"}
+    else:
+        assert "backports" not in harness
+    parse_policy(render(starter), "starter")
+
+
+def test_a_shared_validator_called_by_one_script_or_without_recipes_is_not_this_shape(tmp_path: Path) -> None:
+    tree = megatron_shaped(tmp_path / "one")
+    (tree / "pretrain_bert.py").unlink()
+    with pytest.raises(NoValidator):  # then the big parse_args is the validator, and no CI source is known
+        detect(tree)
+    tree = megatron_shaped(tmp_path / "none")
+    (tree / "tests/test_utils/recipes/h100/gpt.yaml").unlink()
+    with pytest.raises(NoValidator):
+        detect(tree)
+
+
+def verl_shaped(root: Path) -> Path:
+    from test_workflow_steps import VERL_SHAPED
+
+    files = dict(VERL_SHAPED)
+    files["setup.py"] = 'VLLM_REQUIRES = ["tensordict>=0.8.0", "vllm>=0.8.5,<=0.12.0"]\n'
+    files["verl/trainer/config/model.yaml"] = "_target_: verl.workers.config.HFModelConfig\npath: ~/m\n"
+    files["verl/workers/__init__.py"] = files["verl/workers/config/__init__.py"] = ""
+    files["verl/workers/config/model.py"] = ("from transformers import AutoConfig\n\n\nclass HFModelConfig:\n"
+                                             "    def __post_init__(self):\n"
+                                             "        AutoConfig.from_pretrained(self.path)\n")
+    return write(root, files)
+
+
+def test_hydra_application_started_by_workflow_steps_shape(tmp_path: Path) -> None:
+    starter = detect(verl_shaped(tmp_path))
+    validation = starter.policy["validation"]
+    assert validation["entry"] == "verl.trainer.main_ppo:main"
+    assert validation["functions"] == ["verl.utils.config:validate_config"]
+    assert validation["hydra"] == {"resolve": False, "checks": [
+        {"function": "verl.utils.config:validate_config",
+         "kwargs_from": {"use_critic": "verl.trainer.ppo.utils:need_critic"}}]}
+    assert validation["paths"] == ["verl/trainer/main_ppo.py", "verl/trainer/config/**",
+                                   "verl/trainer/ppo/utils.py", "verl/utils/config.py",
+                                   "verl/workers/config/**"]
+    assert [r["target"] for r in validation["replace"]] == ["transformers:AutoConfig.from_pretrained"]
+    [source] = starter.policy["matrix"]["sources"]
+    assert source["kind"] == "workflow_steps" and source["scripts"] == ["tests/special_e2e/**/*.sh"]
+    # no step launches the transfer_queue copy; the SFT trainer the other script launches is no Hydra app
+    assert source["entry"] == r"^(verl\.trainer\.main_ppo)$"
+    assert source["env"] == {"HOME": "/root"}  # runs-on [L20x8]: a self-hosted runner
+    assert "hydra" in starter.policy["harness"]["real_packages"]
+    parse_policy(render(starter), "starter")
+
+
+def test_init_on_the_hydra_twin_sees_what_its_policy_sees(tmp_path: Path, prtriage_cache: Path) -> None:
+    from test_workflow_steps import verl_shaped_policy
+
+    tree = verl_shaped(tmp_path / "twin")
+    hand = tmp_path / "hand.yml"
+    hand.write_text(yaml.safe_dump(verl_shaped_policy()))
+    expected = prtriage("doctor", "--tree", str(tree), "--policy", str(hand), "--format", "json",
+                        cache_dir=prtriage_cache)
+    assert expected.returncode == 0, expected.describe()
+    run = prtriage("init", "--tree", str(tree), "--output", str(tmp_path / "starter.yml"), "--format", "json",
+                   cache_dir=prtriage_cache)
+    assert run.returncode == 0, run.describe()
+    health, built = run.json()["health"], expected.json()["health"]
+    assert health["suites"] == built["suites"] == 3, (health, built)
+    assert health["base"]["accepted_share"] == built["base"]["accepted_share"] == 1.0
+    rounds = run.json()["rounds"]
+    assert "harness.fixtures += hf_config at /root/models/**/config.json" in rounds[0]
+    assert "harness.stub_attributes.vllm.__version__ = '0.12.0'" in [c for r in rounds for c in r]
+
+
+def test_init_on_the_megatron_twin_sees_what_its_policy_sees(tmp_path: Path, prtriage_cache: Path) -> None:
+    from test_yaml_args import RECIPE_POLICY
+
+    tree = megatron_shaped(tmp_path / "twin")
+    hand = tmp_path / "hand.yml"
+    hand.write_text(yaml.safe_dump({"version": 1, "validation": {
+        "paths": ["megatron/training/**"], "entry": "megatron.training.arguments:parse_and_validate_args",
+        "run_entry_script": True,
+        "replace": [{"target": "megatron.training.arguments:set_global_variables", "with": "return_value",
+                     "value": None, "only_if_missing": False}]},
+        "matrix": {"sources": [{**RECIPE_POLICY, "variables": {"GPUS_PER_NODE": "8", "REPEAT": "1"}}]}}))
+    expected = prtriage("doctor", "--tree", str(tree), "--policy", str(hand), "--format", "json",
+                        cache_dir=prtriage_cache)
+    assert expected.returncode == 0, expected.describe()
+    run = prtriage("init", "--tree", str(tree), "--output", str(tmp_path / "starter.yml"), "--format", "json",
+                   cache_dir=prtriage_cache)
+    assert run.returncode == 0, run.describe()
+    health, built = run.json()["health"], expected.json()["health"]
+    assert health["suites"] == built["suites"] == 4, (health, built)  # gpt3_tp2 x2 rows, new_assert, #run2
+    assert health["base"]["accepted_share"] == built["base"]["accepted_share"] == 1.0
+    # nothing to add: the suites name CI hosts' directories (/mnt/artifacts), but no script runs on them, and
+    # validation found what it read
+    assert run.json()["rounds"] == [[]]
+
+
+def test_refine_pins_asked_package_versions_and_replaces_a_function_failing_on_a_stub(tmp_path: Path) -> None:
+    starter = detect(megatron_shaped(tmp_path))
+    write(tmp_path, {
+        "pyproject.toml": 'dependencies = ["vllm>=0.8.5,<=0.12.0", "nvidia-resiliency-ext==0.6.0"]\n',
+        "megatron/training/lora.py": "from typing import get_args\n\n\ndef max_rank(rank):\n"
+                                     "    from vllm.config.lora import MaxLoRARanks\n\n"
+                                     "    return sorted(get_args(MaxLoRARanks))[-1]\n",
+        "megatron/training/plain.py": "def first(values):\n    return values[0]\n"})
+    suite = Suite("gpt/gpt3_tp2", "r", ("--load", "/mnt/artifacts/ckpt"), entry="pretrain_gpt.py")
+    outcomes = {
+        "a": Outcome("error", "PackageNotFoundError", "To use vllm rollout, please ensure the 'vllm' package "
+                     "is properly installed.", "megatron/training/lora.py", 5),
+        "b": Outcome("error", "AssertionError", "Minimum required nvidia-resiliency-ext package version is "
+                     "0.6.0.", "megatron/training/arguments.py", 3),
+        "c": Outcome("error", "IndexError", "list index out of range", "megatron/training/lora.py", 7),
+        "d": Outcome("error", "IndexError", "list index out of range", "megatron/training/plain.py", 2)}
+    suites = tuple(Suite(key, "r", suite.argv, entry=suite.entry) for key in outcomes)
+    health = assess(Matrix(suites, scripts=1, captured=1),
+                    {key: SuiteResult(key, outcome) for key, outcome in outcomes.items()}, {}, {})
+    refined = refine(starter, suites, health, tmp_path)
+    assert refined.policy["harness"]["stub_attributes"] == {"transformer_engine.__version__": "2.17.1",
+                                                            "vllm.__version__": "0.12.0",
+                                                            "nvidia_resiliency_ext.__version__": "0.6.0"}
+    # only the function that imports the absent package; plain.py's IndexError is the code's own
+    assert refined.policy["validation"]["replace"][-1] == {
+        "target": "megatron.training.lora:max_rank", "with": "return_value", "value": None,
+        "only_if_missing": False}
+    assert len(refined.policy["validation"]["replace"]) == len(starter.policy["validation"]["replace"]) + 1
+    # a yaml_args suite names /mnt/artifacts, but no script runs there: no existing_path_prefixes
+    assert "existing_path_prefixes" not in refined.policy["harness"]
+    assert refine(refined, suites, health, tmp_path).rounds[-1] == []

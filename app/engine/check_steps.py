@@ -13,7 +13,8 @@ from app.analysis.health import Health, assess
 from app.analysis.model import Matrix, Suite, SuiteResult
 from app.analysis.policy import Policy, RecordLaunches, parse_policy
 from app.analysis.report import CheckReport, Timing
-from app.analysis.starter import Starter, detect, refine, render
+from app.analysis.starter import detect, refine, render
+from app.analysis.starter_tree import Starter
 from app.analysis.verdict import verdict
 from app.engine import validation_cache
 from app.engine.matrix_capture import capture_matrix
