@@ -18,6 +18,7 @@ HARNESS_DIR = os.path.dirname(os.path.abspath(__file__))
 
 if TYPE_CHECKING:  # inside the sandbox the harness directory is on sys.path, siblings are top-level modules
     from app.sandbox.harness import (
+        bytecache,
         common,
         entryscript,
         fsfakes,
@@ -31,6 +32,7 @@ if TYPE_CHECKING:  # inside the sandbox the harness directory is on sys.path, si
         tolerant,
     )
 else:
+    import bytecache
     import common
     import entryscript
     import fsfakes
@@ -43,8 +45,8 @@ else:
     import suiterun
     import tolerant
 
-HARNESS_MODULES = ("common", "entryscript", "envprobe", "fsfakes", "hydra_entry", "leader", "linewatch",
-                   "record", "sourcememo", "stubs", "suiterun", "tolerant", "vpaths")
+HARNESS_MODULES = ("bytecache", "common", "entryscript", "envprobe", "fsfakes", "hydra_entry",
+                   "leader", "linewatch", "record", "sourcememo", "stubs", "suiterun", "tolerant", "vpaths")
 
 
 class Job:
@@ -151,7 +153,15 @@ def main() -> None:
     progress = Progress(len(job.suites))
     os.chdir(job.repo)  # CI runs the entry from the repository root
     sys.path.insert(0, job.repo)
-    linewatch.install(job.repo, job.trace)  # before any repository module is imported
+    bytecache.install(job.repo)  # before any repository module is imported, like linewatch
+    linewatch.install(job.repo, job.trace)
+    try:
+        _run(job, progress)
+    finally:
+        bytecache.remove()
+
+
+def _run(job: Job, progress: Progress) -> None:
     try:
         fsfakes.install(job.repo, job.harness)
         sourcememo.install()
