@@ -1,4 +1,5 @@
-"""What makes validation cheaper must not change what it finds: bytecode shared by the run's processes."""
+"""What makes validation cheaper must not change what it finds: bytecode shared by the run's processes,
+installed modules a warm-up imported preloaded by its leader, memory on huge pages before many forks."""
 
 from __future__ import annotations
 
@@ -8,6 +9,11 @@ import sys
 import textwrap
 from pathlib import Path
 
+from harness_twin import job, make_twin, results, run_plain, run_sandboxed, suite
+
+from app.analysis.model import Outcome
+
+QWEN = "--hf-checkpoint /root/models/qwen/config.json"
 HARNESS = Path(__file__).resolve().parent.parent / "app" / "sandbox" / "harness"
 
 
@@ -67,3 +73,80 @@ def test_installed_modules_keep_their_own_loader_and_bytecode(tmp_path: Path) ->
         bytecache.remove()
     """, tmp_path)
     assert out.split() == ["SourceFileLoader", "SourceFileLoader"]
+
+
+LAZY_PACKAGE = """\
+import os
+MODE = os.environ.get("LAZY_MODE", "off")
+IMPORTED_IN = os.getpid()
+"""
+
+# GROUP is read at call time, so each value costs a warm leader; the installed module is imported by the
+# first warm-up, and LAZY_MODE is read by its import
+LAZY_IMPORT = """\
+import lazypkg
+group = os.environ["GROUP"]
+assert False, f"{{group}} {{lazypkg.MODE}} {{lazypkg.IMPORTED_IN}} {{IMPORTED_BY}}"
+"""
+
+
+def test_the_installed_modules_a_warm_up_imported_are_imported_once_by_its_leader(tmp_path: Path) -> None:
+    site = tmp_path / "site"  # outside the repository: an installed package
+    site.mkdir()
+    (site / "lazypkg.py").write_text(LAZY_PACKAGE)
+    repo = make_twin(tmp_path, LAZY_IMPORT.format(site=str(site)))
+    arguments = repo / "miles/utils/arguments.py"
+    # installed packages are on the path from the start
+    arguments.write_text(f"import sys\nsys.path.append({str(site)!r})\n" + arguments.read_text()
+                         + "\nIMPORTED_BY = os.getpid()\n")
+    found = results(run_plain(repo, job([suite("first", QWEN, env={"GROUP": "a"}),
+                                         suite("second", QWEN, env={"GROUP": "b"}),
+                                         suite("lazy-on", QWEN, env={"GROUP": "b", "LAZY_MODE": "on"})])))
+    said = {suite_id: (result.outcome.message or "").split() for suite_id, result in found.items()}
+    group, mode, imported_in, leader = range(4)
+    assert {s: (m[group], m[mode]) for s, m in said.items()} == {
+        "first": ("a", "off"), "second": ("b", "off"), "lazy-on": ("b", "on")}
+    # the first warm-up imported it itself; the next warm leader inherited it from the leader's import
+    assert said["first"][imported_in] != said["first"][leader]
+    assert said["second"][imported_in] == said["second"][leader] == said["first"][leader]
+    # a suite setting what that import read otherwise gets a leader of its own, which imports it anew
+    assert said["lazy-on"][leader] != said["first"][leader]
+
+
+def test_memory_moves_onto_huge_pages_and_a_child_still_writes_only_its_own_copy(tmp_path: Path) -> None:
+    setting = Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text()
+    out = _python("""
+        import os
+        import hugepages
+        data = bytearray(64 << 20)
+        data[::4096] = b"\\1" * len(data[::4096])
+        print(hugepages.collapse())
+        pid = os.fork()
+        if pid == 0:
+            data[:] = b"\\2" * len(data)
+            os._exit(0 if data[12345] == 2 else 1)
+        print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]), data[12345], data[4096 * 3])
+        with open("/proc/self/smaps_rollup") as rollup:
+            print(next(line.split()[1] for line in rollup if line.startswith("AnonHugePages")))
+    """, tmp_path)
+    collapsed, child, huge = out.splitlines()
+    assert child == "0 0 1"  # the child's writes never reached the parent's pages
+    if "[never]" in setting:
+        assert int(collapsed) == 0  # where the machine says no, nothing changes
+    else:
+        assert int(collapsed) >= 60 << 20  # the 2 MiB-aligned part of the array, at least
+        assert int(huge) * 1024 >= 60 << 20
+
+
+def test_many_suites_forked_from_collapsed_leaders_answer_as_few_do(tmp_path: Path) -> None:
+    repo = make_twin(tmp_path)
+    sizes = [8, 3, 6, 4] * 6  # 24 suites in one warm leader: over hugepages.MIN_FORKS
+    suites = [suite(f"s{i}", f"{QWEN} --rollout-batch-size {n} --tensor-model-parallel-size 2")
+              for i, n in enumerate(sizes)]
+    found = results(run_sandboxed(repo, job(suites)))
+    assert len(found) == len(sizes)
+    for i, n in enumerate(sizes):
+        expected = "accepted" if n % 2 == 0 else "rejected"
+        assert found[f"s{i}"].outcome.outcome == expected, found[f"s{i}"].outcome
+    assert found["s1"].outcome.message == "rollout batch size must divide by tp * pp"
+    assert found["s0"].outcome == Outcome("accepted")

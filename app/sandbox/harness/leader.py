@@ -8,16 +8,23 @@ leader and a warm leader each note the environment variables read while building
 by a leader gets another leader (another import); one declined by a warm leader gets another warm leader,
 forked from the same import. Each process streams one line per suite to its parent, and only the main
 process writes to the runner: a process that dies or stalls costs only the suites it had not reported yet.
+
+What the first warm-up imported from installed packages (not the repository's own modules: their import may
+depend on what validation did before it), the leader imports before it forks the next warm leader, watched
+like its own import: on Megatron-LM validation's first `torch.use_deterministic_algorithms` imports
+torch._inductor, about 1.5 s that each of some ten warm leaders of a leader would pay again.
 """
 
 from __future__ import annotations
 
 import contextlib
 import gc
+import importlib
 import json
 import os
 import select
 import signal
+import sys
 import time
 import traceback
 from collections.abc import Callable, Iterator
@@ -25,15 +32,17 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # inside the sandbox the harness directory is on sys.path, siblings are top-level modules
-    from app.sandbox.harness import common, envprobe, suiterun
+    from app.sandbox.harness import common, envprobe, hugepages, suiterun
 else:
     import common
     import envprobe
+    import hugepages
     import suiterun
 
 GRACE_SECONDS = 5.0  # a process's own bookkeeping between two suite results
 STDERR_TAIL_BYTES = 2000
 MAX_LINE_BYTES = 16 * 1024 * 1024
+HARNESS_DIR = os.path.dirname(os.path.abspath(__file__)) + "/"
 
 
 class ImportFailure(Exception):
@@ -105,13 +114,39 @@ def _lead(suites: list[dict[str, Any]], open_revision: OpenRevision, workers: in
     relay = Report(result=lambda result: send({"kind": "suite", "result": result}),
                    failure=lambda s, why: send({"kind": "failed", "suite_id": s["id"], "reason": why}),
                    import_failure=lambda reason: None)
+    if len(mine) >= hugepages.MIN_FORKS:
+        hugepages.collapse()  # the warm leaders inherit it and pass on to their children what they leave
+    preloaded = False
     while mine:
-        mine = _run_warm_leader(Group(mine), revision, workers, suite_seconds, relay, send)
+        mine, imported = _run_warm_leader(Group(mine), revision, workers, suite_seconds, relay, send)
+        if mine and imported and not preloaded:
+            preloaded = True
+            mine = _preload(imported, mine, revision, suites[0], send)
+
+
+def _preload(names: list[str], suites: list[dict[str, Any]], revision: suiterun.Revision,
+             own: dict[str, Any], send: Send) -> list[dict[str, Any]]:
+    """In a leader: import `names` (installed modules a warm-up imported) under the leader's own suite's
+    environment, as the warm-up did, so that the next warm leaders inherit them; returns the suites that
+    agree with `own` on every variable these imports read, and declines the others (another leader)."""
+    suiterun.set_environment(revision.base_env, own)  # exactly the warm-up's environment
+    watcher = envprobe.EnvironmentWatcher()
+    with watcher.watching():
+        for name in names:
+            try:
+                importlib.import_module(name)
+            except (Exception, SystemExit):
+                continue  # found through a path the warm-up set, say: the warm-ups import it themselves
+    mine, declined = watcher.split(suites, own)
+    if declined:
+        send({"kind": "declined", "declined": [s["id"] for s in declined]})
+    return mine
 
 
 def _run_warm_leader(group: Group, revision: suiterun.Revision, workers: int, suite_seconds: float,
-                     relay: Report, send: Send) -> list[dict[str, Any]]:
-    """In a leader: a warm leader for the group; returns the suites it declined."""
+                     relay: Report, send: Send) -> tuple[list[dict[str, Any]], list[str]]:
+    """In a leader: a warm leader for the group; returns the suites it declined and the installed modules its
+    warm-up imported."""
     send({"kind": "alive"})  # the parent's stall limit starts again with each warm leader
     pending = {suite["id"]: suite for suite in group.suites}
     ended = _follow(lambda out: _warm_lead(group, revision, workers, suite_seconds, out), pending, relay,
@@ -122,23 +157,34 @@ def _run_warm_leader(group: Group, revision: suiterun.Revision, workers: int, su
         return _run_warm_leader(retry, revision, workers, suite_seconds, relay, send)
     for suite in pending.values():
         relay.failure(suite, ended.reason)
-    return ended.declined
+    return ended.declined, ended.imported
 
 
 def _warm_lead(group: Group, revision: suiterun.Revision, workers: int, suite_seconds: float,
                send: Send) -> None:
     """The warm leader: warm up with the first suite, then fork a child per suite that agrees with it."""
     watcher = envprobe.EnvironmentWatcher()
+    before = set(sys.modules)
     with watcher.watching():
         suiterun.warm_up(revision, group.suites[0] if group.warm_up else None)
     mine, declined = watcher.split(group.suites, group.suites[0])
-    send({"kind": "ready", "declined": [s["id"] for s in declined]})
+    imported = [n for n, m in list(sys.modules.items()) if n not in before and _installed(m, revision)]
+    send({"kind": "ready", "declined": [s["id"] for s in declined], "imported": imported})
     gc.freeze()  # children then share the leader's heap pages instead of copying them on first touch
+    if len(mine) >= hugepages.MIN_FORKS:
+        hugepages.collapse()
     common.run_forked(mine, lambda suite: suiterun.run_suite(revision, suite), workers=workers,
                       timeout=suite_seconds,
                       on_result=lambda suite, result: send({"kind": "suite", "result": result}),
                       on_failure=lambda suite, why: send({"kind": "failed", "suite_id": suite["id"],
                                                          "reason": why}))
+
+
+def _installed(module: Any, revision: suiterun.Revision) -> bool:
+    """A module of an installed package or the standard library: not the repository's, the harness's, or a
+    stub (whose attributes all exist, hence the look into its __dict__)."""
+    path = getattr(module, "__dict__", {}).get("__file__")
+    return isinstance(path, str) and not path.startswith((revision.repo.rstrip("/") + "/", HARNESS_DIR))
 
 
 @dataclass
@@ -147,6 +193,7 @@ class _Ended:
     reason: str  # why it ended, for the suites it did not report
     import_error: str | None = None
     declined: list[dict[str, Any]] = field(default_factory=list)
+    imported: list[str] = field(default_factory=list)  # installed modules a warm leader's warm-up imported
 
 
 def _follow(work: Callable[[Send], None], pending: dict[str, dict[str, Any]], report: Report, *,
@@ -178,6 +225,9 @@ def _take(message: dict[str, Any], ended: _Ended, pending: dict[str, dict[str, A
     kind, suite_id = message.get("kind"), _suite_id(message)
     if kind == "ready":
         ended.phase = "ready"
+        imported = message.get("imported")
+        ended.imported = [n for n in imported if isinstance(n, str)] if isinstance(imported, list) else []
+    if kind in ("ready", "declined"):
         declined = message.get("declined")
         for declined_id in declined if isinstance(declined, list) else ():
             if isinstance(declined_id, str) and declined_id in pending:

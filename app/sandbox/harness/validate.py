@@ -45,7 +45,7 @@ else:
     import suiterun
     import tolerant
 
-HARNESS_MODULES = ("bytecache", "common", "entryscript", "envprobe", "fsfakes", "hydra_entry",
+HARNESS_MODULES = ("bytecache", "common", "entryscript", "envprobe", "fsfakes", "hugepages", "hydra_entry",
                    "leader", "linewatch", "record", "sourcememo", "stubs", "suiterun", "tolerant", "vpaths")
 
 
