@@ -7,16 +7,21 @@ has its shape (a recipe, two cases, a tiny parse_and_validate_args) and goes thr
 
 from __future__ import annotations
 
+import shlex
 import textwrap
 from pathlib import Path
 
 import pytest
+import yaml
 from harness_twin import job, results, run_sandboxed
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from app.analysis import yaml_plain
 from app.analysis.model import Outcome
 from app.analysis.policy import YamlArgs, builtin_policy, load_policy, parse_policy
 from app.analysis.recipes import list_cases, recipe_rows
-from app.analysis.yaml_args import envsubst, flatten_file, flatten_map
+from app.analysis.yaml_args import _xargs_trim, envsubst, flatten_file, flatten_map
 from app.analysis.yaml_plain import YamlError, compose_plain
 from app.engine.check_steps import run_check
 
@@ -312,3 +317,30 @@ def test_world_size_is_nodes_times_the_gpus_per_node_exported_else_the_runners_d
                  "tests/functional_tests/test_cases/gpt/gpt3_tp2/model_config.yaml": TP2}
         listing = list_cases(source, sorted(files), files.__getitem__)
         assert {s.env["WORLD_SIZE"] for s in listing.suites} == {world_size}
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=" \t\r\n\x0b'\"\\abc=-_.é$()[]", max_size=30))
+def test_the_runner_s_xargs_trim_is_shlex_s_whatever_the_value(text: str) -> None:
+    try:
+        expected = " ".join(shlex.split(text, posix=True))
+    except ValueError:
+        expected = ""  # an unmatched quote: xargs prints nothing
+    assert _xargs_trim(text) == expected
+
+
+PLAIN_DOCUMENTS = [
+    "a: 1\nb: '2'\nc: \"x y\"\nd: |\n  block\ne: >\n  folded\nf: ~\ng: null\nh:\ni: true\nj: False\n",
+    "base: &b\n  k: 1\n  l: two\nderived:\n  <<: *b\n  l: own\n'<<': quoted key\n",
+    "- 1.0e-4\n- [a, 'b', \"c\"]\n- {x: yes, y: NO}\n- 0x1F\n- 1_000\n",
+    "MODEL_ARGS:\n  --lr: 6.0e-5\n  --bf16: true\n  --spec: \"[a b]\"\n  --empty: ''\n",
+]
+
+
+@pytest.mark.parametrize("text", PLAIN_DOCUMENTS)
+def test_libyaml_reads_a_document_as_the_pure_python_parser_does(text: str, monkeypatch: pytest.MonkeyPatch
+                                                                  ) -> None:
+    assert yaml_plain.SAFE_LOADER is yaml.CSafeLoader  # PyYAML's wheels carry libyaml: the fast path runs
+    fast = compose_plain(text)
+    monkeypatch.setattr(yaml_plain, "SAFE_LOADER", yaml.SafeLoader)
+    assert compose_plain(text) == fast

@@ -10,6 +10,7 @@ files come in as text through `read`.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import posixpath
 import shlex
@@ -22,7 +23,7 @@ import yaml
 
 from app.analysis.policy import YamlArgs, path_matches
 from app.analysis.yaml_args import FlatSuite, flatten_file
-from app.analysis.yaml_plain import MAX_FILE_BYTES, YamlError
+from app.analysis.yaml_plain import MAX_FILE_BYTES, SAFE_LOADER, YamlError
 
 MAX_ROWS_PER_RECIPE = 4096
 Read = Callable[[str], str]
@@ -64,7 +65,7 @@ def recipe_rows(text: str, path: str, source: YamlArgs) -> list[RecipeRow]:
     if len(text.encode()) > MAX_FILE_BYTES:
         raise YamlError(f"{path}: larger than {MAX_FILE_BYTES} bytes")
     try:
-        recipe = yaml.safe_load(text)
+        recipe = yaml.load(text, Loader=SAFE_LOADER)
     except (yaml.YAMLError, RecursionError) as exc:
         raise YamlError(f"{path}: not valid YAML: {exc}") from None
     spec = recipe.get("spec") if isinstance(recipe, dict) else None
@@ -101,16 +102,21 @@ def script_variables(script: str, source: YamlArgs, fields: Mapping[str, Any]) -
     """The `NAME=value` words of the recipe's shell script for the names the source reads, their `{field}`
     templates filled from the row (JET's own formatting: `{test_case}`, `${{HOME}}` -> `${HOME}`)."""
     wanted = set(source.recipe_variables) | {source.config_variable, source.entry_variable} - {""}
-    try:
-        words = shlex.split(script, comments=True)
-    except ValueError:
-        words = script.split()
     found: dict[str, str] = {}
-    for word in words:
+    for word in _script_words(script):
         name, sep, value = word.partition("=")
         if sep and name in wanted and name not in found:
             found[name] = _fill(value, fields)
     return found
+
+
+@functools.lru_cache(maxsize=256)
+def _script_words(script: str) -> tuple[str, ...]:
+    """The script's shell words: one recipe's script serves each of its rows, split once."""
+    try:
+        return tuple(shlex.split(script, comments=True))
+    except ValueError:
+        return tuple(script.split())
 
 
 def _fill(template: str, fields: Mapping[str, Any]) -> str:

@@ -30,6 +30,8 @@ _TRUE = "true"
 # The runner's `grep -Eq` tests, in its order: `(...)` one word, `[...]` its contents as words.
 _PARENTHESIZED = re.compile(r"\([^)]+\)\Z")
 _BRACKETED = re.compile(r"\[[^]]+\]\Z")
+_QUOTING = re.compile(r"[\x27\"\\]")  # what shlex (POSIX) treats specially beside blanks: quotes, backslash
+_BLANKS = re.compile(r"[ \t\r\n]+")  # shlex's whitespace
 MAX_WORDS = 4096  # of one suite
 MAX_NUMBERED_MAPS = 9  # `<map>_2` ... `<map>_9`
 
@@ -110,6 +112,8 @@ def flatten_map(entries: Mapping[str, Any], shell_vars: Mapping[str, str]) -> li
 def _xargs_trim(text: str) -> str:
     """`echo "$value" | xargs`: words split as xargs splits them (its quotes removed), joined by a space;
     a value xargs cannot split (an unmatched quote) prints nothing."""
+    if not _QUOTING.search(text):  # most values: shlex's answer without its per-character tokenizer
+        return " ".join(word for word in _BLANKS.split(text) if word)
     try:
         return " ".join(shlex.split(text, posix=True))
     except ValueError:

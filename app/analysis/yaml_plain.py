@@ -13,6 +13,9 @@ from typing import Any
 
 import yaml
 
+# libyaml's parser where PyYAML was built with it: the same nodes, some 5x faster (a plain scalar's style is
+# "" there, None in the pure-Python parser). Megatron-LM's 281 case files and 45 recipes: 6.5 s -> about 1 s.
+SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 MAX_FILE_BYTES = 1_000_000
 # Values once aliases are expanded: a few hundred bytes of nested anchors make a "billion laughs".
 MAX_VALUES = 200_000
@@ -30,7 +33,7 @@ def compose_plain(text: str) -> Any:
     if len(text.encode()) > MAX_FILE_BYTES:
         raise YamlError(f"larger than {MAX_FILE_BYTES} bytes")
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = yaml.compose(text, Loader=SAFE_LOADER)
     except yaml.YAMLError as exc:
         raise YamlError(f"not valid YAML: {exc}") from None
     except RecursionError:
@@ -57,7 +60,7 @@ def _plain(node: yaml.Node, budget: list[int]) -> Any:
 
 def _scalar(node: yaml.ScalarNode) -> Any:
     text = str(node.value)
-    if node.style is not None:  # quoted or block: a string, whatever it says
+    if node.style:  # quoted or block: a string, whatever it says
         return text
     if _NULL.match(text):
         return None
@@ -70,7 +73,7 @@ def _mapping(node: yaml.MappingNode, budget: list[int]) -> dict[str, Any]:
     own: dict[str, Any] = {}
     for key_node, value_node in node.value:
         if key_node.tag == MERGE_TAG or (isinstance(key_node, yaml.ScalarNode) and key_node.value == "<<"
-                                         and key_node.style is None):
+                                         and not key_node.style):
             sources = value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
             for source in sources:
                 value = _plain(source, budget)
