@@ -150,3 +150,34 @@ def test_many_suites_forked_from_collapsed_leaders_answer_as_few_do(tmp_path: Pa
         assert found[f"s{i}"].outcome.outcome == expected, found[f"s{i}"].outcome
     assert found["s1"].outcome.message == "rollout batch size must divide by tp * pp"
     assert found["s0"].outcome == Outcome("accepted")
+
+
+ENTRY_SCRIPT = """\
+import __future__
+import sys
+import observed
+code = sys._getframe().f_code
+observed.runs.append((__name__, __file__, sys.argv[0], sys.modules[__name__] is observed.this(), id(code),
+                      bool(code.co_flags & __future__.annotations.compiler_flag)))
+"""
+
+
+def test_an_entry_script_runs_as_runpy_runs_it_from_code_compiled_once(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(ENTRY_SCRIPT)
+    (tmp_path / "observed.py").write_text("import sys\nruns = []\ndef this():\n"
+                                          "    return sys.modules[sys._getframe(1).f_globals['__name__']]\n")
+    out = _python(f"""
+        import sys
+        sys.path.insert(0, {str(tmp_path)!r})
+        import entryscript, observed
+        main, argv0 = sys.modules["__main__"], sys.argv[0]
+        script = {str(tmp_path / "train.py")!r}
+        entryscript._run(script, "__main__")
+        entryscript._run(script, "__main__")
+        (first, second) = observed.runs
+        print(first[:4] == ("__main__", script, script, True), first[4] == second[4], first[5])
+        print(sys.modules["__main__"] is main, sys.argv[0] == argv0)
+    """, tmp_path)
+    # as run_path: its own __main__ module, __file__ and argv[0] the script; the harness's own
+    # `from __future__ import annotations` is not the script's; one code object for both runs
+    assert out.splitlines() == ["True True False", "True True"]
