@@ -125,3 +125,51 @@ def test_source_lookups_are_read_once_and_each_caller_gets_its_own_lines(tmp_pat
     """, files={"miles/utils/docs.py": DOCS})
     found = results(run_sandboxed(repo, job([suite(f"s{n}", QWEN) for n in range(3)])))
     assert {s: r.outcome for s, r in found.items()} == {f"s{n}": Outcome("accepted") for n in range(3)}
+
+
+HANDED_UP = '''\
+import os
+
+
+class Config:
+    pass
+
+
+class Factory:
+    computed = []  # calls that computed in this process or the one it was forked from
+    env_computed = []
+
+    def field_docs(self, cls):
+        Factory.computed.append(cls.__name__)
+        return {"size": "The size."}
+
+    def env_docs(self, cls):
+        Factory.env_computed.append(cls.__name__)
+        return {"size": os.environ.get("DOC_PREFIX", "") + "The size."}
+'''
+
+
+def test_answers_computed_reading_no_variable_reach_the_later_warm_leaders(tmp_path: Path) -> None:
+    repo = make_twin(tmp_path, """\
+        from miles.utils.docs import Config, Factory
+
+        group = os.environ["GROUP"]  # read at call time: a warm leader of its own per value
+        docs, env_docs = Factory().field_docs(Config), Factory().env_docs(Config)
+        assert False, f"{group} {len(Factory.computed)} {len(Factory.env_computed)} {env_docs['size']}"
+    """, files={"miles/utils/docs.py": HANDED_UP})
+    policy = miles_policy()
+    policy["validation"]["replace"] += [{"target": f"miles.utils.docs:Factory.{name}", "with": "memoize"}
+                                        for name in ("field_docs", "env_docs")]
+    found = results(run_plain(repo, job([suite("a", QWEN, env={"GROUP": "a"}),
+                                         suite("b", QWEN, env={"GROUP": "b", "DOC_PREFIX": "> "}),
+                                         suite("c", QWEN, env={"GROUP": "c"}),
+                                         suite("a-prefixed", QWEN, env={"GROUP": "a", "DOC_PREFIX": "> "})],
+                                        policy)))
+    said = {s: (r.outcome.message or "").split(" ", 3) for s, r in found.items()}
+    # the first warm-up computed both; the later ones start with the answer that read no variable ...
+    assert said["a"] == ["a", "1", "1", "The size."]
+    assert said["b"][:3] == ["b", "0", "1"] and said["c"][:3] == ["c", "0", "1"]
+    # ... and compute the one that read DOC_PREFIX under their own environment
+    assert said["b"][3] == "> The size." and said["c"][3] == "The size."
+    # a read inside a memoized call still counts for the warm-up around it: no answer of "a" reaches it
+    assert said["a-prefixed"][3] == "> The size."

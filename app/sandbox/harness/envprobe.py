@@ -21,7 +21,9 @@ from typing import Any
 _HARNESS_DIR = os.path.dirname(os.path.abspath(__file__)) + "/"
 # Where os.getenv, Mapping.get and MutableMapping.clear live (frozen modules: "<frozen os>"): the frame
 # that asked is further out.
-_PLUMBING = frozenset({os.getenv.__code__.co_filename, _collections_abc.Mapping.get.__code__.co_filename})
+# A watcher's own frames are plumbing too: a watcher nested in another (`memo`) calls the outer one's hook.
+_PLUMBING = frozenset({os.getenv.__code__.co_filename, _collections_abc.Mapping.get.__code__.co_filename,
+                       sys._getframe().f_code.co_filename})
 
 
 class EnvironmentWatcher:

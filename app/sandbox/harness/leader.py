@@ -12,7 +12,8 @@ process writes to the runner: a process that dies or stalls costs only the suite
 What the first warm-up imported from installed packages (not the repository's own modules: their import may
 depend on what validation did before it), the leader imports before it forks the next warm leader, watched
 like its own import: on Megatron-LM validation's first `torch.use_deterministic_algorithms` imports
-torch._inductor, about 1.5 s that each of some ten warm leaders of a leader would pay again.
+torch._inductor, about 1.5 s that each of some ten warm leaders of a leader would pay again. So do the
+answers of memoized functions computed without reading the environment (`memo`).
 """
 
 from __future__ import annotations
@@ -32,11 +33,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # inside the sandbox the harness directory is on sys.path, siblings are top-level modules
-    from app.sandbox.harness import common, envprobe, hugepages, suiterun
+    from app.sandbox.harness import common, envprobe, hugepages, memo, suiterun
 else:
     import common
     import envprobe
     import hugepages
+    import memo
     import suiterun
 
 GRACE_SECONDS = 5.0  # a process's own bookkeeping between two suite results
@@ -116,12 +118,14 @@ def _lead(suites: list[dict[str, Any]], open_revision: OpenRevision, workers: in
                    import_failure=lambda reason: None)
     if len(mine) >= hugepages.MIN_FORKS:
         hugepages.collapse()  # the warm leaders inherit it and pass on to their children what they leave
-    preloaded = False
+    first = True
     while mine:
-        mine, imported = _run_warm_leader(Group(mine), revision, workers, suite_seconds, relay, send)
-        if mine and imported and not preloaded:
-            preloaded = True
-            mine = _preload(imported, mine, revision, suites[0], send)
+        warmed = _run_warm_leader(Group(mine), revision, workers, suite_seconds, relay, send)
+        mine = warmed.declined
+        if mine and first:
+            memo.adopt(warmed.answers)  # computed reading no variable: they hold for any environment
+            mine = _preload(warmed.imported, mine, revision, suites[0], send) if warmed.imported else mine
+        first = False
 
 
 def _preload(names: list[str], suites: list[dict[str, Any]], revision: suiterun.Revision,
@@ -144,9 +148,9 @@ def _preload(names: list[str], suites: list[dict[str, Any]], revision: suiterun.
 
 
 def _run_warm_leader(group: Group, revision: suiterun.Revision, workers: int, suite_seconds: float,
-                     relay: Report, send: Send) -> tuple[list[dict[str, Any]], list[str]]:
-    """In a leader: a warm leader for the group; returns the suites it declined and the installed modules its
-    warm-up imported."""
+                     relay: Report, send: Send) -> _Ended:
+    """In a leader: a warm leader for the group; returns how it ended (the suites it declined, the installed
+    modules its warm-up imported, its memoized answers)."""
     send({"kind": "alive"})  # the parent's stall limit starts again with each warm leader
     pending = {suite["id"]: suite for suite in group.suites}
     ended = _follow(lambda out: _warm_lead(group, revision, workers, suite_seconds, out), pending, relay,
@@ -157,7 +161,7 @@ def _run_warm_leader(group: Group, revision: suiterun.Revision, workers: int, su
         return _run_warm_leader(retry, revision, workers, suite_seconds, relay, send)
     for suite in pending.values():
         relay.failure(suite, ended.reason)
-    return ended.declined, ended.imported
+    return ended
 
 
 def _warm_lead(group: Group, revision: suiterun.Revision, workers: int, suite_seconds: float,
@@ -169,7 +173,8 @@ def _warm_lead(group: Group, revision: suiterun.Revision, workers: int, suite_se
         suiterun.warm_up(revision, group.suites[0] if group.warm_up else None)
     mine, declined = watcher.split(group.suites, group.suites[0])
     imported = [n for n, m in list(sys.modules.items()) if n not in before and _installed(m, revision)]
-    send({"kind": "ready", "declined": [s["id"] for s in declined], "imported": imported})
+    send({"kind": "ready", "declined": [s["id"] for s in declined], "imported": imported,
+          "answers": memo.export()})
     gc.freeze()  # children then share the leader's heap pages instead of copying them on first touch
     if len(mine) >= hugepages.MIN_FORKS:
         hugepages.collapse()
@@ -194,6 +199,7 @@ class _Ended:
     import_error: str | None = None
     declined: list[dict[str, Any]] = field(default_factory=list)
     imported: list[str] = field(default_factory=list)  # installed modules a warm leader's warm-up imported
+    answers: str = ""  # the memoized answers a warm leader's warm-up computed (memo.export)
 
 
 def _follow(work: Callable[[Send], None], pending: dict[str, dict[str, Any]], report: Report, *,
@@ -225,8 +231,9 @@ def _take(message: dict[str, Any], ended: _Ended, pending: dict[str, dict[str, A
     kind, suite_id = message.get("kind"), _suite_id(message)
     if kind == "ready":
         ended.phase = "ready"
-        imported = message.get("imported")
+        imported, answers = message.get("imported"), message.get("answers")
         ended.imported = [n for n in imported if isinstance(n, str)] if isinstance(imported, list) else []
+        ended.answers = answers if isinstance(answers, str) else ""
     if kind in ("ready", "declined"):
         declined = message.get("declined")
         for declined_id in declined if isinstance(declined, list) else ():

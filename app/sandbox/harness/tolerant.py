@@ -23,8 +23,9 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # inside the sandbox the harness directory is on sys.path, siblings are top-level modules
-    from app.sandbox.harness import stubs
+    from app.sandbox.harness import memo, stubs
 else:
+    import memo
     import stubs
 
 _NUMBER = re.compile(r"^-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
@@ -235,7 +236,8 @@ def _memoize(target: str) -> None:
     """Wrap the repository's own `target` so that it computes once per arguments (for a method, once per
     arguments after the instance) and answers a shallow copy after that.
 
-    The warm-up fills it in the warm leader, so every suite forked from it inherits the answers. For
+    The warm-up fills it in the warm leader, so every suite forked from it inherits the answers (and the
+    first warm leader hands them to its leader for the next ones: `memo`). For
     functions whose result depends on their arguments and the (read-only) tree alone, such as Megatron-LM's
     field docstrings read from its config classes' source, which every parse_args reads again."""
     owner, attribute = _owner_of(target, only_if_missing=False)
@@ -244,7 +246,7 @@ def _memoize(target: str) -> None:
     function = real if method else getattr(owner, attribute, None)
     if not callable(function) or isinstance(real, staticmethod | classmethod):
         raise ReplacementError(f"replacement {target!r} (memoize): not a function or a plain method")
-    answers: dict[Any, Any] = {}
+    answers = memo.answers(target)
 
     def remembered(*args: Any, **kwargs: Any) -> Any:
         key_args = args[1:] if method else args
@@ -254,7 +256,7 @@ def _memoize(target: str) -> None:
         except TypeError:  # an unhashable argument: no memory for this call
             return function(*args, **kwargs)
         if hit is _MISSING:
-            hit = answers[key] = function(*args, **kwargs)  # a raise is not remembered
+            hit = memo.compute(target, key, function, *args, **kwargs)
         return copy.copy(hit)
 
     remembered.__name__, remembered.__qualname__ = function.__name__, function.__qualname__

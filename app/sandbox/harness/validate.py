@@ -46,7 +46,8 @@ else:
     import tolerant
 
 HARNESS_MODULES = ("bytecache", "common", "entryscript", "envprobe", "fsfakes", "hugepages", "hydra_entry",
-                   "leader", "linewatch", "record", "sourcememo", "stubs", "suiterun", "tolerant", "vpaths")
+                   "leader", "linewatch", "memo", "record", "sourcememo", "stubs", "suiterun", "tolerant",
+                   "vpaths")
 
 
 class Job:
