@@ -6,7 +6,10 @@
 Clones the bundle into a temp dir, then measures in one run, interleaved (cold i, warm i, ...):
 - cold: `prtriage check --repo CLONE --base base-2077 --head pr-2077 --format json` as a subprocess, with an
   empty cache dir (unpack both revisions, capture the CI matrix at head in the sandbox, validate both);
-- warm: the same command with the cache the cold run filled (trees and matrix cached);
+- warm: the same command with the cache the cold run filled (trees and matrix cached), its base's
+  validation results removed first: both revisions are validated, as for a pull request on a new base;
+- base reused: the same once more, the base's results reused from the warm run (another push to the same
+  pull request, another pull request on the same base): only the head is validated;
 - naive: a fresh sandboxed harness per sampled suite and revision (`bench_check.naive_runs`), the median
   extrapolated to all suites x 2 revisions, and the output says so.
 Every check is verified against what the repository's history says (exit 1, exactly one blocking finding,
@@ -135,17 +138,25 @@ def clone_bundle(bundle: Path, work: Path) -> Path:
     return clone
 
 
-def measure_checks(bench: Bench, work: Path, repeat: int) -> tuple[Mode, Mode]:
+def measure_checks(bench: Bench, work: Path, repeat: int) -> tuple[Mode, Mode, Mode]:
     cold, warm = Mode("cold check (empty cache)"), Mode("warm check (trees and matrix cached)")
+    reused = Mode("warm check, the base's results reused")
     for index in range(repeat):
         cache_dir = work / f"cache-{index}"
         bench.check(cache_dir, f"cold {index + 1}/{repeat}")
         cold.samples.append(bench.runs[-1]["wall_s"])
+        shutil.rmtree(cache_dir / "validation", ignore_errors=True)  # both revisions validated again
         report = bench.check(cache_dir, f"warm {index + 1}/{repeat}")
         if not report["capture"]["cached"]:  # a missed target, reported as such; the answer is not wrong
             bench.warnings.append(f"warm {index + 1}: the matrix cache missed an unchanged CI tree")
+        if report["timing"]["base_cached"]:
+            raise WrongResult(f"warm {index + 1}: the base's results came from the cache, not validated")
         warm.samples.append(bench.runs[-1]["wall_s"])
-    return cold, warm
+        report = bench.check(cache_dir, f"base reused {index + 1}/{repeat}")
+        if not report["timing"]["base_cached"]:
+            bench.warnings.append(f"base reused {index + 1}: the base's results were validated again")
+        reused.samples.append(bench.runs[-1]["wall_s"])
+    return cold, warm, reused
 
 
 def measure_naive(bench: Bench, policy: Policy, cache_dir: Path, sample: int,
@@ -177,12 +188,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         clone = clone_bundle(args.bundle, work)
         load_before = os.getloadavg()[0]
         bench = Bench(clone, args.policy)
-        cold, warm = measure_checks(bench, work, args.repeat)
+        cold, warm, reused = measure_checks(bench, work, args.repeat)
         naive, seconds = measure_naive(bench, load_policy(args.policy), work / f"cache-{args.repeat - 1}",
                                        args.naive_sample, args.seed)
         load = {"before": round(load_before, 2), "after": round(os.getloadavg()[0], 2),
                 "during_runs": [r["load_avg_1m"] for r in bench.runs]}
-        return summary(bench, [cold, warm, naive], load, seconds, args)
+        return summary(bench, [cold, warm, reused, naive], load, seconds, args)
     finally:
         if args.keep:
             log(f"kept {work}")
@@ -192,7 +203,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def summary(bench: Bench, modes: list[Mode], load: dict[str, Any], seconds: list[float],
             args: argparse.Namespace) -> dict[str, Any]:
-    cold, warm, naive = modes
+    cold, warm, _, naive = modes
     suites = bench.runs[-1]["suites"]
     accepted, _ = base_accepted(bench.last)
     ratios = {"naive_over_warm": naive.median / warm.median, "cold_over_warm": cold.median / warm.median}
