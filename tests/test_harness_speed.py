@@ -140,7 +140,7 @@ def test_memory_moves_onto_huge_pages_and_a_child_still_writes_only_its_own_copy
 
 def test_many_suites_forked_from_collapsed_leaders_answer_as_few_do(tmp_path: Path) -> None:
     repo = make_twin(tmp_path)
-    sizes = [8, 3, 6, 4] * 6  # 24 suites in one warm leader: over hugepages.MIN_FORKS
+    sizes = [8, 3, 6, 4] * 18  # 72 suites in one warm leader: over hugepages.MIN_FORKS
     suites = [suite(f"s{i}", f"{QWEN} --rollout-batch-size {n} --tensor-model-parallel-size 2")
               for i, n in enumerate(sizes)]
     found = results(run_sandboxed(repo, job(suites)))
