@@ -41,15 +41,26 @@ from app.engine.check_steps import (
     SANDBOX_HINT,
     AnalysisError,
     NothingCaptured,
+    analysis_environment,
+    policy_label,
     require_sandbox,
     run_check,
     run_doctor,
     run_init,
 )
+from app.engine.environments import (
+    EnvironmentProblem,
+    declared,
+    environment_key,
+    environments_dir,
+    find_python,
+    prepare,
+)
+from app.engine.environments import listed as environments_listed
 from app.engine.matrix_capture import capture_matrix
 from app.logsetup import configure_logging
 from app.sandbox.runner import SandboxUnavailable
-from app.trees.cachedir import DEFAULT_MAX_SIZE, parse_size, prune
+from app.trees.cachedir import DEFAULT_MAX_SIZE, format_size, parse_size, prune
 from app.trees.gitrepo import GitError, cached_tree, github_slug
 
 EXIT_OK, EXIT_BLOCKING, EXIT_USAGE, EXIT_CANNOT_RUN = 0, 1, 2, 3
@@ -130,6 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_init(commands)
     _add_pre_push(commands)
     _add_followups(commands)
+    _add_env(commands)
     _add_service(commands)
     return parser
 
@@ -168,6 +180,8 @@ def _add_check(commands: argparse._SubParsersAction[Parser]) -> None:
     check.add_argument("--format", choices=("text", "json", "markdown", "github"), default="text",
                        help="github: GitHub Actions workflow commands (an annotation per finding), and the "
                             "markdown report appended to $GITHUB_STEP_SUMMARY when it is set")
+    check.add_argument("--json-out", type=Path, metavar="FILE", help="also write the JSON report to FILE "
+                       "(the GitHub Action reads its outputs from it)")
     _common_options(check)
     check.set_defaults(command=check_command)
 
@@ -258,6 +272,29 @@ def _one_revision_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tree", type=Path, metavar="DIR", help="unpacked tree (without --repo)")
     parser.add_argument("--format", choices=("text", "json"), default="text")
     _common_options(parser)
+
+
+def _add_env(commands: argparse._SubParsersAction[Parser]) -> None:
+    env = commands.add_parser("env", help="the analysis environments policies declare")
+    env_commands = env.add_subparsers(title="commands", required=True, metavar="COMMAND")
+    build = env_commands.add_parser(
+        "build", help="build the analysis environment a policy declares, ahead of the first check",
+        description="Build the analysis environment (harness.python, harness.requirements, "
+                    "harness.requirements_from) of the policy a check of REV would use, or of --policy, into "
+                    "the cache directory; a no-op when it is built already. Exit 0 built, 2 bad usage or "
+                    "policy, 3 it cannot be built (the policy key and pip's reason on stderr).")
+    build.add_argument("--dry-run", action="store_true", help="say which environment it would be (its key, "
+                       "Python and requirements) and build nothing: the key names it in a CI cache")
+    _one_revision_options(build)
+    build.set_defaults(command=env_build_command)
+    listing = env_commands.add_parser("list", help="the analysis environments the cache holds",
+                                      description="Every analysis environment in the cache directory (or "
+                                      "$PRTRIAGE_ENV_DIR): its Python, requirements, size, last use and the "
+                                      "policies that used it.")
+    listing.add_argument("--format", choices=("text", "json"), default="text")
+    listing.add_argument("--cache-dir", type=Path, metavar="DIR", help="cache directory (default: "
+                         "$PRTRIAGE_CACHE_DIR, else $XDG_CACHE_HOME/prtriage, else ~/.cache/prtriage)")
+    listing.set_defaults(command=env_list_command)
 
 
 def _add_service(commands: argparse._SubParsersAction[Parser]) -> None:
@@ -372,6 +409,69 @@ def cache_prune_command(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def env_build_command(args: argparse.Namespace) -> int:
+    cache_dir = CommandLineSettings().cache_directory(args.cache_dir)
+    if args.repo is None and args.tree is None:
+        if args.policy is None:
+            raise UsageError("env build: give --repo PATH --rev REV, --tree DIR, or --policy FILE")
+        tree, policy = None, load_policy(args.policy)
+    else:
+        revision = single_revision(args, cache_dir, "env build")
+        tree, policy = revision.tree, resolve_policy(args.policy, revision, args.repo)
+    if args.dry_run:
+        return _env_dry_run(policy, tree, args.format)
+    started = time.monotonic()
+    try:
+        interpreter = prepare(policy.harness, tree, cache_dir, progress=progress_printer(True),
+                              used_by=policy_label(policy))
+    except EnvironmentProblem as exc:
+        raise AnalysisError(str(exc)) from None
+    built = next((env for env in environments_listed(cache_dir) if env["digest"] == interpreter.digest), None)
+    document = {"python": interpreter.python, "version": interpreter.version, "digest": interpreter.digest,
+                "requirements": built["requirements"] if built else [],
+                "installed": built["installed"] if built else [],
+                "seconds": round(time.monotonic() - started, 1)}
+    if args.format == "json":
+        print(json.dumps(document, indent=2))
+    else:
+        print(f"analysis environment {interpreter.digest}: Python {interpreter.version}, "
+              f"{len(document['installed'])} packages installed ({interpreter.python})")
+    return EXIT_OK
+
+
+def _env_dry_run(policy: Policy, tree: Path | None, output: str) -> int:
+    try:
+        wanted = declared(policy.harness, tree)
+        python = find_python(wanted.python)
+    except EnvironmentProblem as exc:
+        raise AnalysisError(str(exc)) from None
+    key = environment_key(python, wanted.requirements) if wanted.requirements else "bare"
+    document = {"key": key, "python": python.executable, "version": python.version,
+                "requirements": list(wanted.requirements)}
+    if output == "json":
+        print(json.dumps(document, indent=2))
+    else:
+        print(f"analysis environment {key}: Python {python.version}, "
+              f"{len(wanted.requirements)} requirements (not built)")
+    return EXIT_OK
+
+
+def env_list_command(args: argparse.Namespace) -> int:
+    cache_dir = CommandLineSettings().cache_directory(args.cache_dir)
+    found = environments_listed(cache_dir)
+    if args.format == "json":
+        print(json.dumps({"environments": found}, indent=2))
+        return EXIT_OK
+    for env in found:
+        used = time.strftime("%Y-%m-%d %H:%M", time.gmtime(env["last_used"]))
+        print(f"{env['digest']}  Python {env['version']}  {format_size(env['size'])}  last used {used} UTC  "
+              f"{env['path']}")
+        print(f"  requirements: {', '.join(env['requirements'])}")
+        print(f"  used by: {'; '.join(env['used_by']) or 'no check yet'}")
+    print(f"{len(found)} analysis environments in {environments_dir(cache_dir)}")
+    return EXIT_OK
+
+
 def replay_command(args: argparse.Namespace) -> int:
     from app.processes import runtime
 
@@ -409,6 +509,8 @@ def check_command(args: argparse.Namespace) -> int:
         append_step_summary(render(report, "markdown"))
     else:
         sys.stdout.write(render(report, args.format))
+    if getattr(args, "json_out", None) is not None:
+        args.json_out.write_text(render(report, "json"), encoding="utf-8")
     if not report.could_analyse:  # blind: never 0, and not 1 either, whatever the findings say
         return EXIT_CANNOT_RUN
     return EXIT_BLOCKING if report.blocking else EXIT_OK
@@ -498,10 +600,13 @@ def matrix_command(args: argparse.Namespace) -> int:
     policy = resolve_policy(args.policy, revision, args.repo)
     require_sandbox(args.allow_unsandboxed)
     printer = progress_printer(args.progress)
-    on_progress = (lambda done, total, what: printer("capture", done, total, what)) if printer else None
+    interpreter = analysis_environment(policy, revision.tree, cache_dir, printer)
+    def on_progress(done: int, total: int, what: str) -> None:
+        printer("capture", done, total, what)
+
     matrix, cached = capture_matrix(revision.tree, policy, cache_dir=cache_dir,
                                     allow_unsandboxed=args.allow_unsandboxed, on_progress=on_progress,
-                                    repository=repository_of(args))
+                                    repository=repository_of(args), interpreter=interpreter)
     if args.format == "json":
         print(json.dumps({"rev": revision.sha, **matrix.to_json(), "cached": cached}, indent=2))
     else:
@@ -583,14 +688,17 @@ def default_policy_hint(policy: Policy, args: argparse.Namespace) -> str:
 
 
 class ProgressPrinter:
-    """'capture 12/80 tests/e2e/...' lines on stderr, at most one per step every half second."""
+    """'capture 12/80 tests/e2e/...' lines on stderr, at most one per step every half second; only the steps
+    in ONLY when it is given."""
 
-    def __init__(self, stream: TextIO, interval: float = 0.5) -> None:
-        self._stream, self._interval = stream, interval
+    def __init__(self, stream: TextIO, interval: float = 0.5, only: frozenset[str] | None = None) -> None:
+        self._stream, self._interval, self._only = stream, interval, only
         self._lock = threading.Lock()
         self._last: dict[str, float] = {}
 
     def __call__(self, step: str, done: int, total: int, what: str) -> None:
+        if self._only is not None and step not in self._only:
+            return
         now = time.monotonic()
         with self._lock:
             if done < total and now - self._last.get(step, -self._interval) < self._interval:
@@ -600,9 +708,11 @@ class ProgressPrinter:
             self._stream.flush()
 
 
-def progress_printer(wanted: bool | None) -> ProgressPrinter | None:
+def progress_printer(wanted: bool | None) -> ProgressPrinter:
+    """The progress display; off (not asked for, or stderr not a terminal), it still says when an analysis
+    environment is being built: a minutes-long first run must not look stuck."""
     if wanted is False or (wanted is None and not sys.stderr.isatty()):
-        return None
+        return ProgressPrinter(sys.stderr, only=frozenset({"environment"}))
     return ProgressPrinter(sys.stderr)
 
 

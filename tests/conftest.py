@@ -2,12 +2,30 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 from twin import base_branch, make_git_repo
 from twin.cli import MILES_POLICY, Checker, Report, prtriage
 from twin.variants import VARIANTS
+
+_OWN_ENV_DIR: list[str] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Analysis environments in one directory for the whole session (CLI runs in subprocesses too), so that
+    each is built once; a directory given in PRTRIAGE_ENV_DIR is kept across sessions."""
+    if not os.environ.get("PRTRIAGE_ENV_DIR"):
+        _OWN_ENV_DIR.append(tempfile.mkdtemp(prefix="prtriage-test-envs-"))
+        os.environ["PRTRIAGE_ENV_DIR"] = _OWN_ENV_DIR[0]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for directory in _OWN_ENV_DIR:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

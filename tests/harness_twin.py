@@ -9,6 +9,8 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+from analysis_envs import twin_environment
+
 from app.analysis.model import SuiteResult
 from app.analysis.policy import Limits, load_policy
 from app.sandbox.runner import SandboxSpec, run_harness
@@ -155,7 +157,8 @@ def job(suites: list[dict[str, Any]], policy: dict[str, Any] | None = None, *, w
 def run_sandboxed(repo: Path, job: dict[str, Any]) -> list[dict[str, Any]]:
     """The harness's messages, run by the real bubblewrap sandbox."""
     limits = Limits.model_validate(job["policy"]["harness"]["limits"])
-    run = run_harness(SandboxSpec(program="validate.py", repo_dir=repo, job=job, limits=limits))
+    run = run_harness(SandboxSpec(program="validate.py", repo_dir=repo, job=job, limits=limits,
+                                  interpreter=twin_environment()))
     assert run.sandboxed
     assert run.messages and run.messages[-1] == {"type": "done"}, (run.ended, run.stderr_tail)
     return run.messages

@@ -8,12 +8,12 @@ ${MODEL_ARGS[@]} ...`, fixture files, servers polled and started, typer CLIs, sc
 
 from __future__ import annotations
 
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
+from analysis_envs import environment_of
 
 from app.analysis.matrix import ScriptReport, build_matrix
 from app.analysis.model import Matrix, Suite
@@ -357,7 +357,8 @@ def build_miles_repo(root: Path) -> Path:
 def run_capture_harness(repo: Path, policy: Policy, scripts: list[str]) -> SandboxRun:
     job = {"policy": policy.model_dump(mode="json", by_alias=True), "workers": 2, "source": 0,
            "scripts": scripts}
-    spec = SandboxSpec(program="capture.py", repo_dir=repo, job=job, limits=policy.harness.limits)
+    spec = SandboxSpec(program="capture.py", repo_dir=repo, job=job, limits=policy.harness.limits,
+                       interpreter=environment_of(policy.harness))
     return run_harness(spec)
 
 
@@ -502,9 +503,10 @@ def test_every_way_of_starting_a_process_is_recorded(captured: Captured) -> None
         ["--nproc-per-node", "2", "train.py", "--style", "asyncio"],
         ["train.py", "--style", "exec"],
     ]
-    # the interpreter running the harness is the one the sandbox shows at the same path
+    # the interpreter running the harness is the analysis environment's, shown at the same path
     launchers = [argv[0] for argv in words]
-    assert launchers == [sys.executable, "/usr/bin/python3", "python3", "torchrun", "python3"]
+    python = environment_of(miles_policy().harness).python
+    assert launchers == [python, "/usr/bin/python3", "python3", "torchrun", "python3"]
     assert message["launches"][1]["cwd"] == "/root/miles"
     assert message["launches"][2]["env"]["CUDA_VISIBLE_DEVICES"] == "0,1"
     styles = [s.argv[-1] for s in matrix.suites if s.script == "tests/e2e/short/test_launch_styles.py"]
@@ -548,7 +550,8 @@ def test_a_script_does_not_see_what_another_script_wrote_under_a_ci_host_prefix(
     policy = miles_policy()
     job = {"policy": policy.model_dump(mode="json", by_alias=True), "workers": 1, "source": 0,
            "scripts": ["tests/e2e/a/test_writes_state.py", "tests/e2e/b/test_reads_state.py"]}
-    run = run_harness(SandboxSpec(program="capture.py", repo_dir=repo, job=job, limits=policy.harness.limits))
+    run = run_harness(SandboxSpec(program="capture.py", repo_dir=repo, job=job, limits=policy.harness.limits,
+                                  interpreter=environment_of(policy.harness)))
     messages = [ScriptReport.from_message(m) for m in run.messages if m.get("type") == "script"]
     matrix = build_matrix(policy, {0: messages}, "/repo")
     assert [s.argv for s in matrix.suites] == [("--marker", "empty")]

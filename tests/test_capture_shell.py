@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from analysis_envs import twin_environment
 from probes import run_probe_program
 
 from app.analysis.matrix import ScriptReport, build_matrix
@@ -116,7 +117,8 @@ def shell_run(tmp_path_factory: pytest.TempPathFactory) -> ShellRun:
     policy = shell_policy()
     job = {"policy": policy.model_dump(mode="json", by_alias=True), "workers": 2, "source": 0,
            "scripts": ["ci/run_lost_launch.py", "ci/run_shell_styles.py", "ci/run_typer_args.py"]}
-    run = run_harness(SandboxSpec(program="capture.py", repo_dir=repo, job=job, limits=policy.harness.limits))
+    run = run_harness(SandboxSpec(program="capture.py", repo_dir=repo, job=job, limits=policy.harness.limits,
+                                  interpreter=twin_environment()))  # the typer script imports it for real
     return {m["script"]: m for m in run.messages if m.get("type") == "script"}, run
 
 

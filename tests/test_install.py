@@ -22,13 +22,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+from plain_install import build_wheel, pip
 
 from app.demo.localgithub import make_app_key
 
-ROOT = Path(__file__).resolve().parents[1]
-# What a wheel is built from: the project's files, never what a developer's checkout has lying around.
-NOT_SOURCE = shutil.ignore_patterns(".git", ".venv", "__pycache__", "*.egg-info", "build", "dist", "tests",
-                                    "benchmarks", ".mypy_cache", ".ruff_cache", ".pytest_cache", "*.db")
 CARRIED = ("app/bundled/migrations/env.py", "app/bundled/migrations/versions/0001_initial.py",
            "app/bundled/policies/default.yml", "app/bundled/policies/radixark/miles.yml",
            "app/bundled/examples/incident/base/arguments.py",
@@ -56,19 +53,9 @@ class Installed:
         return done.stdout.strip()
 
 
-def _pip(*args: str, timeout: float = 300) -> None:
-    subprocess.run([sys.executable, "-m", "pip", "-q", *args], check=True, timeout=timeout,
-                   capture_output=True, text=True)
-
-
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    source = tmp_path_factory.mktemp("source") / "prtriage"
-    shutil.copytree(ROOT, source, symlinks=True, ignore=NOT_SOURCE)
-    out = tmp_path_factory.mktemp("wheel")
-    _pip("wheel", "--no-deps", "--wheel-dir", str(out), str(source))
-    [built] = out.glob("prtriage-*.whl")
-    return built
+    return build_wheel(tmp_path_factory.mktemp("build"))
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +69,7 @@ def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Installe
     # Dependencies from the project's environment, appended after the venv's own site-packages; its .pth
     # files are not run, so the checkout's editable install of prtriage stays out of sight.
     Path(purelib, "dependencies.pth").write_text("\n".join(site.getsitepackages()) + "\n")
-    _pip("--python", str(venv / "bin" / "python"), "install", "--no-deps", str(wheel))
+    pip("--python", str(venv / "bin" / "python"), "install", "--no-deps", str(wheel))
     home = root / "home"
     cwd = root / "elsewhere"
     cwd.mkdir()

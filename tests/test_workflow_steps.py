@@ -18,6 +18,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+from analysis_envs import HYDRA
 from harness_twin import job, results, run_sandboxed
 
 from app.analysis.model import Outcome
@@ -252,7 +253,7 @@ def verl_shaped_policy() -> dict[str, object]:
             "scripts": ["tests/special_e2e/**/*.sh"], "entry": r"^verl\.trainer\.main_ppo$",
             "launchers": ["python", "python3", "torchrun", "ray"], "env_from": ["exported"],
             "env_keep": ["HF_ENDPOINT", "VLLM_USE_V1"], "env": {"HOME": "/root"}}]},
-        "harness": {"real_packages": ["hydra", "omegaconf"],
+        "harness": {"real_packages": ["hydra", "omegaconf"], "requirements": list(HYDRA),
                     "stub_attributes": {"vllm.__version__": "0.12.0"}, "limits": {"suite_seconds": 30}},
     }
 

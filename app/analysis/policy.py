@@ -93,7 +93,39 @@ class Limits(_Strict):
     output_mb: int = Field(16, ge=1, description="Output the sandbox may print before it is stopped, MiB.")
 
 
+REQUIREMENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9._,\s-]*\])?\s*([<>=!~;@(].*)?")
+
+
+def check_requirement(value: str) -> str:
+    # Requirement specifiers only: a pip option ('--index-url', '-e', '-r') would let a policy line change
+    # where pip looks or what it runs, which the analysis environment's key does not describe.
+    if not REQUIREMENT.fullmatch(value.strip()) or "\n" in value:
+        raise ValueError(f"expected a requirement specifier such as 'torch==2.13.0', got {value!r}")
+    return value.strip()
+
+
+class RequirementsFile(_Strict):
+    """Requirements read from a file of the analysed repository (at the revision whose policy is used)."""
+
+    file: str = Field(description="Repo-relative path: a pip requirements file, or a `pyproject.toml`.")
+    extra: str | None = Field(None, description="pyproject.toml: the `[project.optional-dependencies]` "
+                              "extra to read; none: `[project].dependencies`.")
+    exclude: list[str] = Field(default_factory=list, description="Distribution names left out (GPU-only "
+                               "packages such as `flash-attn` or `transformer-engine`), case and `-`/`_` "
+                               "insensitive.")
+
+
 class Harness(_Strict):
+    python: list[str] = Field(default_factory=list, description="Python versions the analysis "
+                              "environment may use, most wanted first ('3.12'; a single string is one "
+                              "version): the first the host has (`pythonX.Y` on PATH, or the interpreter "
+                              "prtriage runs on). Empty: the interpreter prtriage runs on.")
+    requirements: list[str] = Field(default_factory=list, description="pip requirement specifiers the "
+                                    "repository's validation needs ('torch==2.13.0', 'packaging'), "
+                                    "installed by prtriage into a cached virtual environment that the "
+                                    "sandbox runs (docs/policy.md, \"The analysis environment\").")
+    requirements_from: list[RequirementsFile] = Field(default_factory=list, description="Files of the "
+                                                      "repository to read more requirements from.")
     stub_missing_modules: bool = Field(True, description="Stub a missing top-level module when repository "
                                                          "code imports it.")
     stub_modules: list[str] = Field(default_factory=list, description="Top-level modules stubbed even when "
@@ -112,6 +144,21 @@ class Harness(_Strict):
     existing_path_prefixes: list[str] = Field(default_factory=list, description="Paths under these "
                                               "prefixes count as existing (os.path.exists and friends).")
     limits: Limits = Field(default_factory=Limits, description="Resource limits of the sandbox.")
+
+    _requirements = field_validator("requirements")(lambda values: [check_requirement(v) for v in values])
+
+    @field_validator("python", mode="before")
+    @classmethod
+    def _one_or_more(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+    @field_validator("python")
+    @classmethod
+    def _versions(cls, values: list[str]) -> list[str]:
+        for value in values:
+            if not re.fullmatch(r"3\.\d{1,2}", value):
+                raise ValueError(f"expected a Python version such as '3.12', got {value!r}")
+        return values
 
 
 class Registration(_Strict):

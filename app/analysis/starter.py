@@ -32,6 +32,7 @@ from app.analysis.model import Outcome, Suite
 from app.analysis.starter_offline import offline_answer
 from app.analysis.starter_shapes import detect_shape
 from app.analysis.starter_tree import (
+    REQUIREMENTS_WHY,
     Module,
     NoValidator,
     Starter,
@@ -43,6 +44,7 @@ from app.analysis.starter_tree import (
     read_modules,
     read_text,
     real_packages,
+    requirements_for,
 )
 
 MIN_OPTIONS = 10  # add_argument calls that make a module-level parse_args the command line's
@@ -107,7 +109,8 @@ def detect(root: Path) -> Starter:
     for index, (_, reason) in enumerate(sources):
         starter.why[f"matrix.sources[{index}]"] = reason
     deeper = [m for u in used for m in imported_modules(u, modules)]
-    starter.policy["harness"] = _harness([*used, *deeper], modules)
+    starter.policy["harness"] = _harness(root, [*used, *deeper], modules)
+    starter.why["harness.requirements"] = REQUIREMENTS_WHY
     starter.why["harness.real_packages"] = ("packages the validation imports that this machine has; every "
                                             "other missing module is stubbed")
     return starter
@@ -403,9 +406,10 @@ def _output_dir(root: Path, runner_text: str, args: list[str]) -> dict[str, Any]
     return {"args": [*args, flag.group(1), output], "env": {"RUNNER_TEMP": RUNNER_TEMP}}
 
 
-def _harness(used: list[Module], modules: dict[str, Module]) -> dict[str, Any]:
+def _harness(root: Path, used: list[Module], modules: dict[str, Module]) -> dict[str, Any]:
     real = real_packages(used, modules)
-    harness: dict[str, Any] = {"stub_missing_modules": True, "real_packages": real}
+    harness: dict[str, Any] = {"stub_missing_modules": True, "real_packages": real,
+                               "requirements": requirements_for(real, root)}
     if "torch" in real:
         harness["limits"] = {"memory_mb": 8192}  # importing torch maps more than 4 GiB of address space
     return harness

@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from app.analysis.starter_tree import (
+    REQUIREMENTS_WHY,
     TORCH_LIMITS,
     Module,
     Starter,
@@ -20,6 +21,7 @@ from app.analysis.starter_tree import (
     is_test,
     read_text,
     real_packages,
+    requirements_for,
 )
 
 
@@ -91,7 +93,9 @@ def hydra_shape(root: Path, modules: dict[str, Module]) -> Starter | None:
                                 "runs it, its variables exported")
     used = [module, *imported_modules(module, modules)]
     real = real_packages(used, modules)
-    harness: dict[str, Any] = {"stub_missing_modules": True, "real_packages": real}
+    harness: dict[str, Any] = {"stub_missing_modules": True, "real_packages": real,
+                               "requirements": requirements_for(real, root)}
+    why["harness.requirements"] = REQUIREMENTS_WHY
     why["harness.real_packages"] = ("packages the application and the modules it imports import that this "
                                     "machine has (Hydra and OmegaConf compose the config for real)")
     if "torch" in real:

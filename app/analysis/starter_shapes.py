@@ -23,6 +23,7 @@ import yaml
 
 from app.analysis.starter_hydra import hydra_shape
 from app.analysis.starter_tree import (
+    REQUIREMENTS_WHY,
     TORCH_LIMITS,
     Module,
     Starter,
@@ -32,6 +33,7 @@ from app.analysis.starter_tree import (
     pinned_version,
     read_text,
     real_packages,
+    requirements_for,
 )
 
 MIN_OPTIONS = 10
@@ -419,7 +421,9 @@ def _world_size(launch: dict[str, str], recipes: list[tuple[Path, dict[str, Any]
 def _harness(root: Path, used: list[Module], modules: dict[str, Module],
              why: dict[str, str]) -> dict[str, Any]:
     real = real_packages(used, modules)
-    harness: dict[str, Any] = {"stub_missing_modules": True, "real_packages": real}
+    harness: dict[str, Any] = {"stub_missing_modules": True, "real_packages": real,
+                               "requirements": requirements_for(real, root)}
+    why["harness.requirements"] = REQUIREMENTS_WHY
     why["harness.real_packages"] = ("packages the validation imports that this machine has; every other "
                                     "missing module is stubbed")
     backports = _backports(modules)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import copy
 import functools
+import importlib.metadata
 import importlib.util
 import re
 import sys
@@ -124,9 +125,9 @@ def installed(name: str) -> bool:
 DEPENDENCY_FILES = ("uv.lock", "pyproject.toml", "setup.py", "requirements*.txt", "requirements/*.txt")
 
 
-def pinned_version(root: Path, distribution: str) -> str | None:
+def pinned_version(root: Path, distribution: str, *, exact: bool = False) -> str | None:
     """The version of DISTRIBUTION the tree's dependency files give CI: a lock file's, else a pin `==X`,
-    else the highest allowed `<=X`, else the lowest `>=X` (a local part `+abc` dropped)."""
+    else (unless EXACT) the highest allowed `<=X`, else the lowest `>=X` (a local part `+abc` dropped)."""
     name = "[-_.]".join(re.escape(part) for part in re.split(r"[-_.]", distribution))
     for pattern in DEPENDENCY_FILES:
         for path in sorted(root.glob(pattern)):
@@ -137,10 +138,32 @@ def pinned_version(root: Path, distribution: str) -> str | None:
             pins = rf"(?<![\w-]){name}\s*(?:\[[^\]]*\])?\s*((?:[<>=!~]=?\s*[\w.*]+\s*,?\s*)+)"
             for specifiers in re.findall(pins, text, re.I):
                 found: dict[str, str] = dict(re.findall(r"(==|<=|>=)\s*([\w.]+)", specifiers))
-                for operator in ("==", "<=", ">="):
+                for operator in ("==",) if exact else ("==", "<=", ">="):
                     if operator in found:
                         return found[operator].split("+")[0]
     return None
+
+
+REQUIREMENTS_WHY = ("the distributions of the real packages, installed by prtriage into the analysis "
+                    "environment the sandbox runs: the tree's pinned versions, else this machine's")
+
+
+def requirements_for(real: list[str], root: Path) -> list[str]:
+    """The distributions providing the import packages REAL, as requirements of the analysis environment:
+    pinned at the version the tree's dependency files fix for CI (a lock file's, or `==X`), else at the
+    version this machine has."""
+    providers = importlib.metadata.packages_distributions()
+    found: list[str] = []
+    for name in real:
+        for distribution in sorted(set(providers.get(name, []))):
+            version = pinned_version(root, distribution, exact=True)
+            if version is None:
+                try:
+                    version = importlib.metadata.version(distribution)
+                except importlib.metadata.PackageNotFoundError:
+                    continue
+            found.append(f"{distribution}=={version}")
+    return list(dict.fromkeys(found))
 
 
 def real_packages(used: list[Module], modules: dict[str, Module]) -> list[str]:

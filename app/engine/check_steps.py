@@ -17,8 +17,10 @@ from app.analysis.starter import detect, refine, render
 from app.analysis.starter_tree import Starter
 from app.analysis.verdict import verdict
 from app.engine import validation_cache
+from app.engine.environments import EnvironmentProblem, prepare
 from app.engine.matrix_capture import capture_matrix
 from app.engine.suite_validation import trace_lines, validate_revision
+from app.sandbox.interpreter import Interpreter
 from app.sandbox.runner import SandboxUnavailable, sandbox_problem
 from app.trees.treehash import fingerprints
 
@@ -59,12 +61,14 @@ def run_check(base_tree: Path, head_tree: Path, policy: Policy, *, base_sha: str
         return CheckReport(base_sha, head_sha, validation_changed=False, changed_paths=changed,
                            timing=Timing(total_s=time.monotonic() - started))
     require_sandbox(allow_unsandboxed)
+    # the base's policy, so the base's requirement files: the head never chooses what is installed
+    interpreter = analysis_environment(policy, base_tree, cache_dir, progress)
     try:
         matrix, cached, capture_s = _capture(head_tree, policy, cache_dir, allow_unsandboxed, progress,
-                                             repository)
+                                             repository, interpreter)
         trace = trace_lines(diff, policy, head_sources)
         base, head = _validate_both(base_tree, head_tree, policy, matrix.suites, trace, allow_unsandboxed,
-                                    progress, cache_dir)
+                                    progress, cache_dir, interpreter)
     except SandboxUnavailable as exc:
         raise AnalysisError(f"{exc}; {SANDBOX_HINT}") from None
     except PermissionError as exc:  # a tree the sandbox's unprivileged uid cannot read
@@ -91,14 +95,16 @@ def run_doctor(tree: Path, policy: Policy, *, cache_dir: Path, allow_unsandboxed
 def _doctor(tree: Path, policy: Policy, *, cache_dir: Path, allow_unsandboxed: bool,
             progress: Progress | None, repository: str | None) -> tuple[Matrix, Health]:
     require_sandbox(allow_unsandboxed)
+    interpreter = analysis_environment(policy, tree, cache_dir, progress)
     try:
         matrix, _ = capture_matrix(tree, policy, cache_dir=cache_dir, allow_unsandboxed=allow_unsandboxed,
-                                   on_progress=_step(progress, "capture"), repository=repository)
+                                   on_progress=_step(progress, "capture"), repository=repository,
+                                   interpreter=interpreter)
         results: dict[str, SuiteResult] = {}
         if matrix.suites:  # none: the capture failures are the diagnosis
             results, _ = validate_revision(tree, policy, matrix.suites, trace={},
                                            allow_unsandboxed=allow_unsandboxed,
-                                           on_progress=_step(progress, "validate"))
+                                           on_progress=_step(progress, "validate"), interpreter=interpreter)
     except SandboxUnavailable as exc:
         raise AnalysisError(f"{exc}; {SANDBOX_HINT}") from None
     return matrix, assess(matrix, results, {}, {}, max_base_failures=policy.health.max_base_failures,
@@ -123,6 +129,16 @@ def run_init(tree: Path, *, cache_dir: Path, allow_unsandboxed: bool, rounds: in
     raise ValueError(f"rounds must be at least 1, not {rounds}")
 
 
+def analysis_environment(policy: Policy, tree: Path, cache_dir: Path,
+                         progress: Progress | None = None) -> Interpreter:
+    """The interpreter the policy declares (built on first use, a progress step of its own); a problem with
+    it is the analysis that cannot run, naming the policy key."""
+    try:
+        return prepare(policy.harness, tree, cache_dir, progress=progress, used_by=policy_label(policy))
+    except EnvironmentProblem as exc:
+        raise AnalysisError(str(exc)) from None
+
+
 def require_sandbox(allow_unsandboxed: bool) -> None:
     problem = sandbox_problem()
     if problem is not None and not allow_unsandboxed:
@@ -130,11 +146,12 @@ def require_sandbox(allow_unsandboxed: bool) -> None:
 
 
 def _capture(tree: Path, policy: Policy, cache_dir: Path, allow_unsandboxed: bool,
-             progress: Progress | None, repository: str | None) -> tuple[Matrix, bool, float]:
+             progress: Progress | None, repository: str | None,
+             interpreter: Interpreter) -> tuple[Matrix, bool, float]:
     started = time.monotonic()
     on_progress = _step(progress, "capture")
     matrix, cached = capture_matrix(tree, policy, cache_dir=cache_dir, allow_unsandboxed=allow_unsandboxed,
-                                    on_progress=on_progress, repository=repository)
+                                    on_progress=on_progress, repository=repository, interpreter=interpreter)
     if not matrix.suites:
         reasons = "; ".join(f"{f.script}: {f.reason}" for f in matrix.failed[:3])
         globs = [glob for source in policy.matrix.sources if isinstance(source, RecordLaunches)
@@ -153,19 +170,19 @@ def _step(progress: Progress | None, step: str) -> Callable[[int, int, str], Non
 
 def _validate_both(base_tree: Path, head_tree: Path, policy: Policy, suites: tuple[Suite, ...],
                    trace: dict[str, list[int]], allow_unsandboxed: bool, progress: Progress | None,
-                   cache_dir: Path) -> tuple[_Validated, _Validated]:
+                   cache_dir: Path, interpreter: Interpreter) -> tuple[_Validated, _Validated]:
     """Both revisions at once, each in its own sandbox; only the head is traced (its lines changed). The
     base's results of an earlier check of the same job are reused (validation_cache)."""
     def validate(tree: Path, step: str, traced: dict[str, list[int]]) -> _Validated:
         started = time.monotonic()
         results, sandboxed = validate_revision(tree, policy, suites, trace=traced,
                                                allow_unsandboxed=allow_unsandboxed,
-                                               on_progress=_step(progress, step))
+                                               on_progress=_step(progress, step), interpreter=interpreter)
         return _Validated(results, sandboxed, time.monotonic() - started)
 
     def validate_base() -> _Validated:
         started = time.monotonic()
-        key = validation_cache.validation_key(base_tree, policy, suites)
+        key = validation_cache.validation_key(base_tree, policy, suites, interpreter)
         cached = validation_cache.lookup(cache_dir, key, suites)
         if cached is not None:
             return _Validated(cached, True, time.monotonic() - started, cached=True)
@@ -215,3 +232,8 @@ def _text(path: Path) -> str | None:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         return None
+
+
+def policy_label(policy: Policy) -> str:
+    """How `prtriage env list` names the policies that used an environment: by what it validates."""
+    return f"{policy.validation.entry} ({', '.join(policy.validation.paths[:2])})"

@@ -34,6 +34,8 @@ from app.analysis.recipes import CaseListing, list_cases
 from app.analysis.workflow_rows import MAX_WORKFLOW_BYTES, WorkflowError, WorkflowRow, rows_from_workflow
 from app.analysis.workflow_steps import list_steps
 from app.bundled import package_file
+from app.engine.environments import prepare
+from app.sandbox.interpreter import Interpreter
 from app.sandbox.messages import OnProgress, progress_relay, stopped_reason
 from app.sandbox.runner import SandboxRun, SandboxSpec, run_harness
 from app.trees.treehash import fingerprints, tree_digest
@@ -52,9 +54,13 @@ CaptureItem = dict[str, Any]
 
 
 def capture_matrix(tree: Path, policy: Policy, *, cache_dir: Path | None, allow_unsandboxed: bool = False,
-                   on_progress: OnProgress | None = None,
-                   repository: str | None = None) -> tuple[Matrix, bool]:
-    """The CI matrix of `tree`, and whether it came from the cache (then no sandbox ran at all)."""
+                   on_progress: OnProgress | None = None, repository: str | None = None,
+                   interpreter: Interpreter | None = None) -> tuple[Matrix, bool]:
+    """The CI matrix of `tree`, and whether it came from the cache (then no sandbox ran at all).
+
+    INTERPRETER is the analysis environment the sandbox runs (default: the one the policy declares); its
+    digest is part of the cache key, so a matrix captured with other packages is never reused."""
+    environment = interpreter or prepare(policy.harness, tree, cache_dir)
     scripts: dict[int, list[CaptureItem]] = {}
     disabled: dict[int, list[ScriptReport]] = {}
     for index, source in enumerate(policy.matrix.sources):
@@ -72,7 +78,7 @@ def capture_matrix(tree: Path, policy: Policy, *, cache_dir: Path | None, allow_
     listings = {index: list_yaml_cases(tree, source) for index, source in enumerate(policy.matrix.sources)
                 if isinstance(source, YamlArgs)}
     listed = [f"{index}:{item['id']}" for index, items in sorted(scripts.items()) for item in items]
-    cache = MatrixCache(cache_dir / "matrix" / repository_key(repository) / capture_key(policy),
+    cache = MatrixCache(cache_dir / "matrix" / repository_key(repository) / capture_key(policy, environment),
                         tree_digest(fingerprints(tree))) if cache_dir and listed else None  # else: no sandbox
     if cache is not None:
         cached = cache.lookup(listed)
@@ -82,7 +88,8 @@ def capture_matrix(tree: Path, policy: Policy, *, cache_dir: Path | None, allow_
     complete, repo_mount = True, ""
     for index, items in scripts.items():
         if items:
-            run, found = _run_capture(tree, policy, index, items, allow_unsandboxed, on_progress)
+            run, found = _run_capture(tree, policy, index, items, allow_unsandboxed, on_progress,
+                                      environment)
             reports.setdefault(index, []).extend(found)
             complete = complete and _ran_to_completion(run, found, [item["id"] for item in items])
             repo_mount = repo_mount or _repo_mount(run)
@@ -174,17 +181,20 @@ def _harness_digest() -> str:
     return digest.hexdigest()
 
 
-def capture_key(policy: Policy) -> str:
-    """Names the cache directory: what capture reads of the policy, and the capture harness itself."""
-    return hashlib.sha256(f"{policy.capture_digest()}:{_harness_digest()}".encode()).hexdigest()[:16]
+def capture_key(policy: Policy, interpreter: Interpreter) -> str:
+    """Names the cache directory: what capture reads of the policy, the capture harness itself, and the
+    analysis environment it ran in."""
+    parts = f"{policy.capture_digest()}:{_harness_digest()}:{interpreter.digest}"
+    return hashlib.sha256(parts.encode()).hexdigest()[:16]
 
 
 def _run_capture(tree: Path, policy: Policy, index: int, items: list[CaptureItem], allow_unsandboxed: bool,
-                 on_progress: OnProgress | None) -> tuple[SandboxRun, list[ScriptReport]]:
+                 on_progress: OnProgress | None,
+                 interpreter: Interpreter) -> tuple[SandboxRun, list[ScriptReport]]:
     job = {"policy": policy.model_dump(mode="json", by_alias=True), "workers": os.cpu_count() or 1,
            "source": index, "scripts": items}
     spec = SandboxSpec(program="capture.py", repo_dir=tree, job=job, limits=policy.harness.limits,
-                       allow_unsandboxed=allow_unsandboxed)
+                       allow_unsandboxed=allow_unsandboxed, interpreter=interpreter)
     run = run_harness(spec, on_message=progress_relay(on_progress))
     return run, collect_reports([item["id"] for item in items], run.messages,
                                 stopped_reason(run, step="capture", unit="script"))

@@ -15,6 +15,8 @@ from typing import Any
 from app.analysis.diff import TreeDiff
 from app.analysis.model import Outcome, Suite, SuiteResult
 from app.analysis.policy import Policy, path_matches
+from app.engine.environments import prepare
+from app.sandbox.interpreter import Interpreter
 from app.sandbox.messages import OnProgress, progress_relay, stopped_reason
 from app.sandbox.runner import SandboxSpec, run_harness
 
@@ -23,14 +25,16 @@ log = logging.getLogger(__name__)
 
 
 def validate_revision(tree: Path, policy: Policy, suites: Iterable[Suite], *, trace: Mapping[str, list[int]],
-                      allow_unsandboxed: bool,
-                      on_progress: OnProgress | None = None) -> tuple[dict[str, SuiteResult], bool]:
-    """Every suite's result at this revision, and whether the harness ran sandboxed."""
+                      allow_unsandboxed: bool, on_progress: OnProgress | None = None,
+                      interpreter: Interpreter | None = None) -> tuple[dict[str, SuiteResult], bool]:
+    """Every suite's result at this revision, and whether the harness ran sandboxed; INTERPRETER is the
+    analysis environment (default: the one the policy declares, in $PRTRIAGE_ENV_DIR)."""
     suites = list(suites)
     job = {"policy": policy.model_dump(mode="json", by_alias=True), "workers": os.cpu_count() or 1,
            "suites": [s.to_json() for s in suites], "trace": {p: sorted(ls) for p, ls in trace.items()}}
     spec = SandboxSpec(program="validate.py", repo_dir=tree, job=job, limits=policy.harness.limits,
-                       allow_unsandboxed=allow_unsandboxed)
+                       allow_unsandboxed=allow_unsandboxed,
+                       interpreter=interpreter or prepare(policy.harness, tree, None))
     run = run_harness(spec, on_message=progress_relay(on_progress))
     reason = stopped_reason(run, step="validation", unit="suite")
     return collect_results(suites, run.messages, reason), run.sandboxed

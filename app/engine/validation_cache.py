@@ -3,10 +3,11 @@
 Pull requests of one repository are checked against the same base, again and again (each push to a pull
 request, every pull request opened on the same main): the base's validation is the same computation each
 time, as long as everything it reads is the same. The key is all of it: the tree's content, the whole
-policy, every suite (id, argv, environment, entry), the harness's own files, this Python and the installed
-versions of the policy's real packages. Two checks share an entry only when their base validation would be
-the same job: a pull request's suites are part of the key, so no pull request reaches another's entry with
-suites of its own. The head is never cached (its lines are traced, and it is what changes).
+policy, every suite (id, argv, environment, entry), the harness's own files and the analysis environment's
+digest (its Python and every package installed in it). Two checks share an entry only when their base
+validation would be the same job: a pull request's suites are part of the key, so no pull request reaches
+another's entry with suites of its own. The head is never cached (its lines are traced, and it is what
+changes).
 
 Only a run that was sandboxed and gave every suite an answer (accepted or rejected) is kept: an `error`
 (a time limit on a loaded machine, a sandbox that died) is not carried into the next check.
@@ -16,16 +17,15 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib.metadata
 import json
 import logging
 import os
-import sys
 import tempfile
 from pathlib import Path
 
 from app.analysis.model import Suite, SuiteResult
 from app.analysis.policy import Policy
+from app.sandbox.interpreter import Interpreter
 from app.trees.treehash import fingerprints, tree_digest
 
 log = logging.getLogger(__name__)
@@ -34,15 +34,15 @@ HARNESS_DIR = Path(__file__).resolve().parents[1] / "sandbox" / "harness"
 MAX_ENTRIES = 64  # per cache dir: a base per open pull request's base, and a few policies
 
 
-def validation_key(tree: Path, policy: Policy, suites: tuple[Suite, ...]) -> str:
-    """What the base's validation reads, hashed."""
+def validation_key(tree: Path, policy: Policy, suites: tuple[Suite, ...], interpreter: Interpreter) -> str:
+    """What the base's validation reads, hashed: the analysis environment by its digest (its Python and
+    every package installed in it)."""
     document = {
         "tree": tree_digest(fingerprints(tree)),
         "policy": policy.model_dump(mode="json", by_alias=True),
         "suites": [s.to_json() for s in suites],
         "harness": _harness_digest(),
-        "python": sys.version,
-        "packages": {name: _installed_version(name) for name in sorted(policy.harness.real_packages)},
+        "environment": interpreter.digest,
     }
     return hashlib.sha256(json.dumps(document, sort_keys=True).encode()).hexdigest()
 
@@ -99,13 +99,3 @@ def _harness_digest() -> str:
         if path.suffix in (".py", ".sh") and path.is_file():
             digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
-
-
-def _installed_version(name: str) -> list[str]:
-    """The versions of the distributions providing the import package NAME (`yaml`: PyYAML's)."""
-    top = name.split(".")[0]
-    versions = []
-    for distribution in importlib.metadata.packages_distributions().get(top, []):
-        with contextlib.suppress(importlib.metadata.PackageNotFoundError, ValueError):
-            versions.append(f"{distribution}=={importlib.metadata.version(distribution)}")
-    return sorted(versions)

@@ -32,6 +32,7 @@ from app.sandbox.bwrap import (
     sandbox_argv,
     sandbox_uid,
 )
+from app.sandbox.interpreter import Interpreter, bare_interpreter
 from app.sandbox.limits import describe_status, rlimit_setter
 from app.sandbox.memory import MemoryCgroup, memory_cgroup
 from app.sandbox.stage import TOOLS, find_tools, launch_prefix, stage_view, staging_dir
@@ -56,6 +57,7 @@ class SandboxSpec:
     limits: Limits
     allow_unsandboxed: bool = False
     harness_dir: Path | None = None  # default: app/sandbox/harness
+    interpreter: Interpreter | None = None  # the analysis environment; default: the standard library alone
 
 
 @dataclass
@@ -82,7 +84,7 @@ class _Workspace:
         return self.job_dir / "job.json"
 
     @property
-    def empty_file(self) -> Path:
+    def empty_dir(self) -> Path:
         return self.root / "empty"
 
 
@@ -122,17 +124,20 @@ def run_harness(spec: SandboxSpec, *, on_message: Callable[[dict[str, Any]], Non
         _require_readable_by_others(repo_dir, harness_dir)
     _, binary = find_bwrap()
     assert binary is not None
+    interpreter = spec.interpreter or bare_interpreter()
     with _workspace({**spec.job, "repo": REPO}) as workspace:
-        command = [sys.executable, "-B", "-s", f"{HARNESS}/{spec.program}", f"{JOB}/job.json"]
+        command = [interpreter.python, "-B", "-s", f"{HARNESS}/{spec.program}", f"{JOB}/job.json"]
         return _run_sandboxed(binary, workspace, repo_dir=repo_dir, harness_dir=harness_dir,
-                              limits=spec.limits, command=command, on_message=on_message)
+                              limits=spec.limits, command=command, on_message=on_message,
+                              interpreter=interpreter)
 
 
 def _run_sandboxed(binary: str, workspace: _Workspace, *, repo_dir: Path, harness_dir: Path,
                    limits: Limits, command: list[str],
-                   on_message: Callable[[dict[str, Any]], None] | None) -> SandboxRun:
+                   on_message: Callable[[dict[str, Any]], None] | None,
+                   interpreter: Interpreter) -> SandboxRun:
     view = build_view(repo_dir=repo_dir, harness_dir=harness_dir, job_dir=workspace.job_dir,
-                      empty_file=workspace.empty_file)
+                      empty_dir=workspace.empty_dir, interpreter=interpreter)
     info_read, info_write = os.pipe()
     init = SandboxInit(info_read)
     with ExitStack() as stack:
@@ -157,8 +162,11 @@ def _run_sandboxed(binary: str, workspace: _Workspace, *, repo_dir: Path, harnes
 
 def _run_unsandboxed(spec: SandboxSpec, repo_dir: Path, harness_dir: Path,
                      on_message: Callable[[dict[str, Any]], None] | None) -> SandboxRun:
+    # No mount namespace here: only a virtual environment's own isolation keeps what is installed beside
+    # prtriage out (the bare interpreter's site-packages stay visible: docs/sandbox.md).
+    interpreter = spec.interpreter or bare_interpreter()
     with _workspace({**spec.job, "repo": str(repo_dir)}) as workspace, memory_cgroup() as cgroup:
-        command = [sys.executable, "-B", "-s", str(harness_dir / spec.program), str(workspace.job_file)]
+        command = [interpreter.python, "-B", "-s", str(harness_dir / spec.program), str(workspace.job_file)]
         process = _start(command, spec.limits, env=SANDBOX_ENV, cwd=repo_dir, cgroup=cgroup)
         watch = supervise(process, spec.limits, on_message=on_message, init=None, guard=_guard(cgroup))
         return _result(watch, sandboxed=False)
@@ -205,9 +213,9 @@ def _workspace(job: dict[str, Any]) -> Iterator[_Workspace]:
         workspace.job_dir.mkdir()
         workspace.job_dir.chmod(0o755)
         workspace.job_file.write_text(json.dumps(job), encoding="utf-8")
-        workspace.empty_file.touch()
-        for path in (workspace.job_file, workspace.empty_file):
-            path.chmod(0o644)
+        workspace.empty_dir.mkdir()
+        workspace.empty_dir.chmod(0o755)
+        workspace.job_file.chmod(0o644)
         yield workspace
     finally:
         shutil.rmtree(workspace.root, ignore_errors=True)
@@ -236,7 +244,7 @@ def _probe(binary: str) -> str | None:
         try:
             run = _run_sandboxed(binary, workspace, repo_dir=repo, harness_dir=HARNESS_DIR,
                                  limits=PROBE_LIMITS, command=[sys.executable, "-B", "-s", "-c", "pass"],
-                                 on_message=None)
+                                 on_message=None, interpreter=_running_interpreter())
         except (OSError, ValueError, subprocess.SubprocessError) as error:
             return f"bubblewrap ({binary}) cannot be started: {error}"
     if run.ended is None:
@@ -245,3 +253,10 @@ def _probe(binary: str) -> str | None:
     return (f"bubblewrap ({binary}) is installed but cannot run a sandbox here ({run.ended}"
             f"{': ' + detail.strip() if detail else ''}); unprivileged user namespaces may be disabled "
             "(sysctl kernel.unprivileged_userns_clone=1, user.max_user_namespaces > 0)")
+
+
+def _running_interpreter() -> Interpreter:
+    """The interpreter prtriage runs on, whole: the probe only starts it."""
+    prefixes = (sys.base_prefix, sys.base_exec_prefix, sys.prefix, sys.exec_prefix)
+    return Interpreter(python=sys.executable, binds=tuple(dict.fromkeys(prefixes)), hidden=(), digest="",
+                       version="")

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-import site
-import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from app.sandbox.interpreter import Interpreter
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32")
 # What the dynamic loader, time zones and uid/gid lookups need; never the rest of /etc.
@@ -32,16 +32,18 @@ class View:
 
 
 
-def build_view(*, repo_dir: Path, harness_dir: Path, job_dir: Path, empty_file: Path) -> View:
-    """The sandbox's file system: system dirs, Python, /repo, /harness, /job (all read-only)."""
+def build_view(*, repo_dir: Path, harness_dir: Path, job_dir: Path, empty_dir: Path,
+               interpreter: Interpreter) -> View:
+    """The sandbox's file system: system dirs, the analysis environment's Python, /repo, /harness, /job (all
+    read-only). Nothing of the site-packages prtriage runs with: what is installed beside prtriage must
+    change no result."""
     symlinks, system_binds = system_entries()
-    python = python_dirs(avoid=[repo_dir, job_dir, Path.home()])
+    python = outermost(interpreter.binds, avoid=[repo_dir, job_dir, Path.home()])
     binds = [*system_binds, *(Bind(path, path) for path in python),
              Bind(str(repo_dir), REPO), Bind(str(harness_dir), HARNESS), Bind(str(job_dir), JOB)]
-    # prtriage's own editable install points at its work tree, absent inside: hide it so that
-    # the import system inside behaves as if prtriage were not installed.
-    masks = [Bind(str(empty_file), pth) for pth in editable_pth_files(site_dirs())
-             if _inside_any(pth, python)]
+    # an installation's own site-packages (packages installed there by hand) shown empty
+    masks = [Bind(str(empty_dir), hidden) for hidden in interpreter.hidden
+             if _inside_any(hidden, python) or _visible_already(hidden)]
     dirs = _parents_to_create([bind.dest for bind in binds])
     return View(symlinks=tuple(symlinks), dirs=tuple(dirs), binds=(*binds, *masks))
 
@@ -59,29 +61,17 @@ def system_entries() -> tuple[list[tuple[str, str]], list[Bind]]:
     return symlinks, binds
 
 
-def site_dirs() -> list[str]:
-    """site-packages directories of the running interpreter (also those added through PYTHONPATH)."""
-    found = [*site.getsitepackages(), *(p for p in sys.path if Path(p).name in ("site-packages",
-                                                                               "dist-packages"))]
-    return _unique(os.path.abspath(path) for path in found if os.path.isdir(path))
-
-
-def python_dirs(*, avoid: Sequence[Path]) -> list[str]:
-    """The interpreter's prefixes and site dirs to bind, outermost only, none already visible.
+def outermost(candidates: Iterable[str], *, avoid: Sequence[Path]) -> list[str]:
+    """The directories to bind, outermost only, none already visible.
 
     Never "/" nor a directory holding one of `avoid` (the tree, the job, the caller's home).
     """
-    candidates = [sys.base_prefix, sys.base_exec_prefix, sys.prefix, sys.exec_prefix, *site_dirs()]
     kept: list[str] = []
     for path in sorted(_unique(os.path.abspath(c) for c in candidates if os.path.isdir(c))):
         if _visible_already(path) or _holds_any(path, avoid) or _inside_any(path, kept):
             continue
         kept.append(path)
     return kept
-
-
-def editable_pth_files(directories: Iterable[str]) -> list[str]:
-    return sorted(str(pth) for directory in directories for pth in Path(directory).glob("__editable__*.pth"))
 
 
 def is_system_path(path: str) -> bool:

@@ -2,7 +2,8 @@
 place, marked when used, and pruned least recently used first when the cache grows over its cap.
 
 Entries are `trees/<sha>/` (unpacked source trees), `matrix/<repository>/<capture key>/<tree hash>.json`
-(captured matrices) and `validation/<job key>.json` (a base's validation results); an entry's last use is
+(captured matrices), `validation/<job key>.json` (a base's validation results) and `envs/<key>/` (analysis
+environments, app/engine/environments.py); an entry's last use is
 its modification time. A reader marks an entry used (`use`, or `cached_entry`) before reading it, and an
 entry used within RECENT_SECONDS is never removed: a job still reading it keeps it whole. Names starting
 with a dot are temporaries (`.<sha>.….partial`, `.tmp-….json`, `.trash-…`); older than RECENT_SECONDS
@@ -28,7 +29,7 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-SECTIONS = {"trees": 1, "matrix": 3, "validation": 1}  # a section of the cache -> its entries' depth
+SECTIONS = {"trees": 1, "matrix": 3, "validation": 1, "envs": 1}  # a section -> its entries' depth
 RECENT_SECONDS = 3600.0  # an entry used this recently may be in a running job's hands
 DEFAULT_MAX_SIZE = "10GB"
 UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
@@ -181,13 +182,13 @@ def _entries(directory: Path, depth: int) -> Iterator[_Entry]:
                 yield from _entries(Path(child.path), depth - 1)
             continue
         try:
-            last_used, size = child.stat(follow_symlinks=False).st_mtime, _disk_usage(child.path)
+            last_used, size = child.stat(follow_symlinks=False).st_mtime, disk_usage(child.path)
         except OSError:  # taken away meanwhile (another prune, a failed unpacking cleaning up)
             continue
         yield _Entry(Path(child.path), last_used, size, temporary)
 
 
-def _disk_usage(path: str) -> int:
+def disk_usage(path: str) -> int:
     """Bytes on disk, as `du` counts them (a hard-linked file once); symlinks are not followed."""
     info = os.lstat(path)
     total = info.st_blocks * 512

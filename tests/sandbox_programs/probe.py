@@ -91,12 +91,17 @@ def inspect(job: dict[str, Any]) -> None:
           "imports": imports()})
 
 
-def imports() -> str:
-    try:
-        import jinja2, numpy, pydantic, typer, yaml  # noqa: E401, F401, I001
-    except ImportError as error:
-        return f"{type(error).__name__}: {error}"
-    return "ok"
+def imports() -> dict[str, str]:
+    """Which modules import: the standard library's (C extensions too) and what sits beside prtriage."""
+    found = {}
+    for name in ("json", "sqlite3", "ssl", "jinja2", "numpy", "pydantic", "pytest", "yaml"):
+        try:
+            __import__(name)
+        except ImportError as error:
+            found[name] = type(error).__name__
+        else:
+            found[name] = "ok"
+    return found
 
 
 @action

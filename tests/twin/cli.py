@@ -36,7 +36,9 @@ class CliRun:
 def prtriage(*args: str, cache_dir: Path, timeout: float = 900) -> CliRun:
     """`python -m app.cli ARGS` from the project root, with its own cache directory; any exit status."""
     argv = (sys.executable, "-m", "app.cli", *args, "--cache-dir", str(cache_dir))
-    env = {key: value for key, value in os.environ.items() if not key.startswith("PRTRIAGE_")}
+    # the session's analysis environments are shared (tests/conftest.py): each is built once
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith("PRTRIAGE_") or key == "PRTRIAGE_ENV_DIR"}
     done = subprocess.run(argv, cwd=PROJECT, capture_output=True, text=True, timeout=timeout, env=env,
                           check=False)
     return CliRun(argv, done.returncode, done.stdout, done.stderr)
