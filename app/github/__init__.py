@@ -4,7 +4,7 @@
     client = GitHubClient(app, installation_id)        # questions about PRs, issues, files (client.py)
     download_tree(client, owner, repo, sha, cache)     # a commit's source tree, checked (sources.py)
     upsert_sticky_comment(client, ..., app_login=...)  # the one PR comment (comments.py)
-    create_check_run / complete_check_run / cancel_check_run   (checks.py; buttons: CheckAction)
+    create_check_run / note_check_run / complete_check_run / cancel_check_run   (checks.py)
 """
 
 from app.github.app_auth import GitHubApp
@@ -15,6 +15,7 @@ from app.github.checks import (
     cancel_check_run,
     complete_check_run,
     create_check_run,
+    note_check_run,
 )
 from app.github.client import GitHubClient
 from app.github.comments import STICKY_MARKER, post_reply, reply_marker, upsert_sticky_comment
@@ -29,6 +30,7 @@ __all__ = [
     "CommitInfo", "GitHubApp", "GitHubClient", "GitHubError", "GitHubMetrics", "IssueInfo", "NotFound",
     "PullInfo",
     "RateLimit", "RateLimited", "RetryPolicy", "TarballRefused", "TreeLimits", "Unconfirmed",
-    "cancel_check_run", "complete_check_run", "create_check_run", "download_tree", "post_reply",
+    "cancel_check_run", "complete_check_run", "create_check_run", "download_tree", "note_check_run",
+    "post_reply",
     "reply_marker", "upsert_sticky_comment",
 ]

@@ -186,6 +186,16 @@ def complete_check_run(client: GitHubClient, owner: str, repo: str, check_run_id
     return posted + len(last_batch)
 
 
+def note_check_run(client: GitHubClient, owner: str, repo: str, check_run_id: int, *, title: str,
+                   summary: str) -> None:
+    """Show what an in-progress run is doing (its title and summary); a failure loses only the note."""
+    output = {"title": title, "summary": fit_output(summary)}
+    try:
+        client.patch_check_run(owner, repo, check_run_id, {"status": "in_progress", "output": output})
+    except GitHubError as exc:
+        log.warning("check run %d: progress not shown: %s", check_run_id, exc)
+
+
 def cancel_check_run(client: GitHubClient, owner: str, repo: str, check_run_id: int, *, reason: str) -> None:
     """Complete the run as `cancelled`, REASON (such as "superseded by <sha>") as its summary."""
     client.patch_check_run(owner, repo, check_run_id, {

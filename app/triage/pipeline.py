@@ -23,7 +23,7 @@ from app.analysis.model import Finding
 from app.analysis.policy import Policy, PolicyError, builtin_policy, load_policy, parse_policy
 from app.analysis.render import report_json
 from app.analysis.report import CheckReport
-from app.engine.check_steps import AnalysisError, run_check
+from app.engine.check_steps import AnalysisError, Progress, run_check
 from app.github import (
     Annotation,
     GitHubClient,
@@ -34,6 +34,7 @@ from app.github import (
     complete_check_run,
     create_check_run,
     download_tree,
+    note_check_run,
     upsert_sticky_comment,
 )
 from app.github.comments import find_sticky_comment, sticky_body
@@ -345,7 +346,7 @@ def _triage_locked(services: Services, client: GitHubClient, target: RunTarget) 
             _cancel(client, target.owner, target.repo, check_run_id, superseded_reason(newer))
             conclusion = "cancelled"
             return
-        report = analyse(services, client, target)
+        report = analyse(services, client, target, progress=_progress_note(client, target, check_run_id))
         conclusion = _publish(services, client, target, check_run_id, report)
     except CheckNotClosed as unclosed:
         _record_failure(services, target.run_id, f"the check run could not be completed: {unclosed.reason}")
@@ -394,13 +395,26 @@ def close_check_run(services: Services, *, installation_id: int, owner: str, rep
                        actions=output.actions)
 
 
-def analyse(services: Services, client: GitHubClient, target: RunTarget) -> CheckReport:
+def _progress_note(client: GitHubClient, target: RunTarget, check_run_id: int) -> Progress:
+    """The check run says when the analysis environment is being built: the first run of a policy with
+    torch in it takes minutes there, and must not look stuck."""
+    def note(step: str, done: int, total: int, what: str) -> None:
+        if step == "environment" and done == 0:
+            note_check_run(client, target.owner, target.repo, check_run_id,
+                           title="Preparing the analysis environment",
+                           summary=f"{what[:1].upper()}{what[1:]}: built once, then reused by every check.")
+
+    return note
+
+
+def analyse(services: Services, client: GitHubClient, target: RunTarget,
+            progress: Progress | None = None) -> CheckReport:
     """The report of the run's head against its base: from the file list alone when it touches no
     validation path, else from both source trees through the sandboxed engine; plus the findings of the
     PR's text (unmerged prerequisites and follow-ups, what a revert re-opens or fixes)."""
     pull = client.get_pull(target.owner, target.repo, target.number)
     policy = policy_at_base(client, target.owner, target.repo, target.base_sha)
-    report = _validation_report(services, client, target, pull, policy)
+    report = _validation_report(services, client, target, pull, policy, progress)
     return with_findings(report, _text_findings(services, client, target, pull, policy))
 
 
@@ -418,7 +432,7 @@ def _text_findings(services: Services, client: GitHubClient, target: RunTarget, 
 
 
 def _validation_report(services: Services, client: GitHubClient, target: RunTarget, pull: PullInfo,
-                       policy: Policy) -> CheckReport:
+                       policy: Policy, progress: Progress | None) -> CheckReport:
     files = client.list_files(target.owner, target.repo, target.number)
     listed_all = len(files) >= pull.changed_files  # GitHub lists at most 3000 files
     if listed_all and pull.head_sha == target.head_sha and not policy.touches_validation(files):
@@ -429,7 +443,7 @@ def _validation_report(services: Services, client: GitHubClient, target: RunTarg
     head_tree = download_tree(client, target.owner, target.repo, target.head_sha, services.trees_dir)
     return run_check(base_tree, head_tree, policy, base_sha=base_sha, head_sha=target.head_sha,
                      cache_dir=services.settings.cache_dir, allow_unsandboxed=False,
-                     repository=f"{target.owner}/{target.repo}")
+                     repository=f"{target.owner}/{target.repo}", progress=progress)
 
 
 def compared_base(client: GitHubClient, target: RunTarget) -> str:
