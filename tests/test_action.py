@@ -98,6 +98,9 @@ def runner_for(tmp_path: Path, workspace: Path, base: str, head: str, **inputs: 
                                     "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}, inputs)
 
 
+ANALYSIS = ("policy", "environment-key", "environment", "check")
+
+
 def test_the_action_on_the_bundled_example_annotates_the_new_assert(tmp_path: Path) -> None:
     policy = (INCIDENT / "policy.yml").read_text()
     workspace, base, head = make_pull_request(
@@ -112,8 +115,10 @@ def test_the_action_on_the_bundled_example_annotates_the_new_assert(tmp_path: Pa
     assert fetched.outputs == {"base": merge_base, "head": head}
     assert merge_base != base  # found by deepening the depth-1 fetch
 
-    done = runner.run_steps("check")
+    done = runner.run_steps(*ANALYSIS)
     assert done.returncode == 1, done.stdout + done.stderr
+    assert done.outputs == {"conclusion": "failure", "blocking": "1", "suites": "2",
+                            "base-acceptance": "1.0000"}
     errors = [line for line in done.stdout.splitlines() if line.startswith("::error ")]
     assert errors == ["::error file=arguments.py,line=21,title=prtriage%3A new_rejection (in this diff)::"
                       "AssertionError: LoRA with --offload-train and --disable-weights-backuper is not "
@@ -138,7 +143,7 @@ def test_the_action_on_a_git_repository_with_its_own_policy_and_fail_open(tmp_pa
     runner = runner_for(tmp_path, workspace, base, head)
     fetched = runner.run_steps("revisions")
     assert fetched.returncode == 0, fetched.stderr
-    done = runner.run_steps("check")
+    done = runner.run_steps(*ANALYSIS)
     assert done.returncode == 1, done.stdout + done.stderr
     expected = ("::error file=arguments.py,line=16,title=prtriage%3A new_rejection (in this diff)::"
                 "AssertionError: LoRA cannot run colocated (1 CI suite: tests/test_lora.py)")
@@ -149,10 +154,13 @@ def test_the_action_on_a_git_repository_with_its_own_policy_and_fail_open(tmp_pa
     blind = runner.run_steps("check")
     assert blind.returncode == 3
     assert blind.stdout.startswith("::error title=prtriage::cannot analyse: no sandbox: bubblewrap not found")
+    assert blind.outputs == {"conclusion": "action_required", "blocking": "0", "suites": "0",
+                             "base-acceptance": ""}
     runner.inputs["fail-open"] = "true"
     opened = runner.run_steps("check")
     assert opened.returncode == 0
     assert "::warning::prtriage could not analyse (exit 3)" in opened.stdout
+    assert opened.outputs["conclusion"] == "action_required"  # fail-open passes the job, not the verdict
 
 
 PROMISE = "# TODO(#812): drop this fallback once the loader is fixed\n"
@@ -209,7 +217,7 @@ def test_a_policy_missing_from_the_base_revision_is_bad_usage(tmp_path: Path) ->
         head_extra={POLICY_PATH: (INCIDENT / "policy.yml").read_text()})
     runner = runner_for(tmp_path, workspace, base, head, policy=POLICY_PATH)
     assert runner.run_steps("revisions").returncode == 0
-    done = runner.run_steps("check")
+    done = runner.run_steps(*ANALYSIS)
     assert done.returncode == 2
     assert f"::error::policy {POLICY_PATH}: not in the base revision" in done.stdout
 
@@ -233,7 +241,15 @@ def test_action_yml_is_a_composite_action_whose_commands_exist() -> None:
     for name, declared in action["inputs"].items():
         assert declared["description"] and "default" in declared, name
     steps = action["runs"]["steps"]
-    assert [step.get("id") for step in steps[1:]] == ["sandbox", "install", "revisions", "check", "followups"]
+    assert [step.get("id") for step in steps[1:]] == ["sandbox", "install", "revisions", "policy",
+                                                      "environment-key", None, "environment", "check",
+                                                      "followups"]
+    cache = steps[6]
+    assert cache["uses"].startswith("actions/cache@")
+    assert cache["with"]["path"] == "${{ runner.temp }}/prtriage-cache"
+    assert "steps.environment-key.outputs.key" in cache["with"]["key"]
+    assert cache["with"]["key"].endswith("-${{ steps.revisions.outputs.base }}")
+    assert set(action["outputs"]) == {"conclusion", "blocking", "suites", "base-acceptance"}
     followups = steps[-1]
     assert "!cancelled()" in followups["if"]  # it runs after a check that found breakage, too
     assert set(followups["env"]) == {"BASE_SHA", "HEAD_SHA", "GITHUB_TOKEN"}
@@ -241,8 +257,9 @@ def test_action_yml_is_a_composite_action_whose_commands_exist() -> None:
     assert steps[0]["uses"].startswith("actions/setup-python@")
     install = steps[2]["run"]
     assert 'pip" install' in install and '"$GITHUB_ACTION_PATH"' in install  # the action's own checkout
+    assert '-c "$GITHUB_ACTION_PATH/constraints.txt"' in install
     assert "apt-get install" in steps[1]["run"] and "bubblewrap" in steps[1]["run"]
-    for step in steps[1:]:
+    for step in (step for step in steps[1:] if "uses" not in step):
         assert step["shell"] == "bash" and "${{" not in step["run"], step["id"]
         bash = subprocess.run(["bash", "-n", "-c", step["run"]], capture_output=True, text=True, check=False)
         assert bash.returncode == 0, (step["id"], bash.stderr)
