@@ -15,6 +15,9 @@
 # Hence the security options above (docs/service.md, "Docker and compose"). Without them every analysis
 # completes its check as neutral, saying there is no sandbox; repository code never runs unsandboxed in the
 # service. tini is the entrypoint: no --init needed.
+#
+#   docker build --build-arg PREBUILD_POLICIES="radixark/miles THUDM/slime" -t prtriage .
+#       (the analysis environments of those built-in policies built into the image: see below)
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -42,6 +45,20 @@ COPY examples ./examples
 RUN pip install -c constraints.txt . \
     && cd / && rm -rf /srv/prtriage
 WORKDIR /data
+
+# Analysis environments built into the image for these built-in policies (owner/name, space separated), so
+# that a repository's first pull request does not wait for pip: `--build-arg PREBUILD_POLICIES="radixark/miles
+# THUDM/slime"`. They land in /cache/envs, which a new named volume on /cache starts with (compose). For the
+# policies with torch, `--build-arg PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu` gives a CPU
+# build of a few hundred MB instead of PyPI's CUDA build of several GB.
+ARG PREBUILD_POLICIES=""
+ARG PIP_EXTRA_INDEX_URL=""
+RUN for slug in $PREBUILD_POLICIES; do \
+        policy=$(python -c 'import sys; from app.analysis.policy import POLICIES_DIR as d; p = d / f"{sys.argv[1]}.yml"; print(p if p.is_file() else "")' "$slug"); \
+        [ -n "$policy" ] || { echo "PREBUILD_POLICIES: no built-in policy $slug" >&2; exit 1; }; \
+        PRTRIAGE_CACHE_DIR=/cache prtriage env build --policy "$policy" || exit 1; \
+    done \
+    && chown -R prtriage:prtriage /cache
 
 USER prtriage
 ENV PRTRIAGE_HOST=0.0.0.0 \

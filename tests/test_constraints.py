@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 from types import ModuleType
@@ -58,3 +60,19 @@ def test_the_image_and_the_development_setup_install_with_the_pins() -> None:
     assert re.search(r"^COPY .*\bconstraints\.txt\b", dockerfile, re.MULTILINE)
     assert re.search(r"pip install .*-c constraints\.txt \.", dockerfile)
     assert "-c constraints.txt" in (ROOT / "scripts" / "setup").read_text()
+
+
+def test_the_images_prebuild_argument_names_built_in_policies() -> None:
+    """The Dockerfile's PREBUILD_POLICIES loop finds a built-in policy's file by owner/name, and nothing for a
+    name that is not one (the loop then stops the build)."""
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    [one_liner] = re.findall(r"python -c '([^']+)' \"\$slug\"", dockerfile)
+
+    def found(slug: str) -> str:
+        done = subprocess.run([sys.executable, "-c", one_liner, slug], capture_output=True, text=True,
+                              check=True)
+        return done.stdout.strip()
+
+    assert Path(found("radixark/miles")).read_text() == (ROOT / "policies/radixark/miles.yml").read_text()
+    assert found("nobody/nothing") == ""
+    assert "prtriage env build --policy \"$policy\"" in dockerfile
