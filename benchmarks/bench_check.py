@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.analysis.model import Suite
-from app.analysis.policy import Policy, load_policy
-from app.analysis.report import CheckReport
+from app.analysis.core.model import Suite
+from app.analysis.core.policy import Policy, load_policy
+from app.analysis.verdict.report import CheckReport
 from app.engine.check_steps import compare_trees, run_check
 from app.engine.suite_validation import trace_lines, validate_revision
 from benchmarks.generate import DEFAULT_SEED, VALIDATOR_PATH, Manifest, generate_pair

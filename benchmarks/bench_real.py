@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.analysis.policy import POLICIES_DIR, Policy, load_policy
+from app.analysis.core.policy import POLICIES_DIR, Policy, load_policy
 from app.engine.matrix_capture import capture_matrix
 from app.trees.gitrepo import cached_tree
 from benchmarks.bench_check import Mode, WrongResult, naive_runs

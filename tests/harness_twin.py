@@ -9,8 +9,8 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from app.analysis.model import SuiteResult
-from app.analysis.policy import Limits, load_policy
+from app.analysis.core.model import SuiteResult
+from app.analysis.core.policy import Limits, load_policy
 from app.sandbox.runner import SandboxSpec, run_harness
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from app.analysis.matrix import ScriptReport, build_matrix
-from app.analysis.model import Matrix, Suite
-from app.analysis.policy import Policy, RecordLaunches, load_policy
+from app.analysis.core.model import Matrix, Suite
+from app.analysis.core.policy import Policy, RecordLaunches, load_policy
+from app.analysis.sources.matrix import ScriptReport, build_matrix
 from app.engine.matrix_capture import capture_matrix, list_scripts
 from app.sandbox.runner import SandboxRun, SandboxSpec, run_harness
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.analysis.policy import glob_regex, path_matches
+from app.analysis.core.policy import glob_regex, path_matches
 from app.sandbox.harness import vpaths
 
 CASES = [

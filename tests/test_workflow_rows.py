@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from app.analysis.policy import Policy, WorkflowRows, builtin_policy, load_policy
-from app.analysis.workflow_rows import (
+from app.analysis.core.policy import Policy, WorkflowRows, builtin_policy, load_policy
+from app.analysis.sources.workflow_rows import (
     MAX_WORKFLOW_BYTES,
     WorkflowError,
     evaluate,

@@ -19,9 +19,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from app.analysis.matrix import ScriptReport, build_matrix
-from app.analysis.model import Matrix
-from app.analysis.policy import (
+from app.analysis.core.model import Matrix
+from app.analysis.core.policy import (
     Policy,
     PythonDefinitions,
     RecordLaunches,
@@ -30,9 +29,15 @@ from app.analysis.policy import (
     YamlArgs,
     path_matches,
 )
-from app.analysis.recipes import CaseListing, list_cases
-from app.analysis.workflow_rows import MAX_WORKFLOW_BYTES, WorkflowError, WorkflowRow, rows_from_workflow
-from app.analysis.workflow_steps import list_steps
+from app.analysis.sources.matrix import ScriptReport, build_matrix
+from app.analysis.sources.recipes import CaseListing, list_cases
+from app.analysis.sources.workflow_rows import (
+    MAX_WORKFLOW_BYTES,
+    WorkflowError,
+    WorkflowRow,
+    rows_from_workflow,
+)
+from app.analysis.sources.workflow_steps import list_steps
 from app.bundled import package_file
 from app.sandbox.messages import OnProgress, progress_relay, stopped_reason
 from app.sandbox.runner import SandboxRun, SandboxSpec, run_harness

@@ -24,8 +24,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from app.analysis.model import Suite, SuiteResult
-from app.analysis.policy import Policy
+from app.analysis.core.model import Suite, SuiteResult
+from app.analysis.core.policy import Policy
 from app.trees.treehash import fingerprints, tree_digest
 
 log = logging.getLogger(__name__)

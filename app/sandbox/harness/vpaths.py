@@ -33,7 +33,7 @@ class Node:
 def glob_regex(pattern: str) -> re.Pattern[str]:
     """A path glob: `*` and `?` stay within one path segment, `**/` spans directories (also none).
 
-    The policy's own globs mean the same (`app/analysis/policy.py`); the harness imports nothing of app,
+    The policy's own globs mean the same (`app/analysis/core/policy.py`); the harness imports nothing of app,
     so a test keeps the two translations equal.
     """
     out, i = [], 0

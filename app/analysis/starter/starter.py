@@ -26,12 +26,10 @@ from typing import Any
 
 import yaml
 
-from app.analysis.doctor import ATTRIBUTE
-from app.analysis.health import Health
-from app.analysis.model import Outcome, Suite
-from app.analysis.starter_offline import offline_answer
-from app.analysis.starter_shapes import detect_shape
-from app.analysis.starter_tree import (
+from app.analysis.core.model import Outcome, Suite
+from app.analysis.starter.starter_offline import offline_answer
+from app.analysis.starter.starter_shapes import detect_shape
+from app.analysis.starter.starter_tree import (
     Module,
     NoValidator,
     Starter,
@@ -44,6 +42,8 @@ from app.analysis.starter_tree import (
     read_text,
     real_packages,
 )
+from app.analysis.verdict.doctor import ATTRIBUTE
+from app.analysis.verdict.health import Health
 
 MIN_OPTIONS = 10  # add_argument calls that make a module-level parse_args the command line's
 MEGATRON_ARGUMENTS = "megatron.training.arguments"

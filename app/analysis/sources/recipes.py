@@ -21,9 +21,9 @@ from typing import Any
 
 import yaml
 
-from app.analysis.policy import YamlArgs, path_matches
-from app.analysis.yaml_args import FlatSuite, flatten_file
-from app.analysis.yaml_plain import MAX_FILE_BYTES, SAFE_LOADER, YamlError
+from app.analysis.core.policy import YamlArgs, path_matches
+from app.analysis.sources.yaml_args import FlatSuite, flatten_file
+from app.analysis.sources.yaml_plain import MAX_FILE_BYTES, SAFE_LOADER, YamlError
 
 MAX_ROWS_PER_RECIPE = 4096
 Read = Callable[[str], str]

@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from app.analysis.policy import WorkflowRows
+from app.analysis.core.policy import WorkflowRows
 
 MAX_WORKFLOW_BYTES = 1_000_000
 MAX_ROWS_PER_JOB = 256  # GitHub's own limit of jobs one matrix may generate

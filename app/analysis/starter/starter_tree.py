@@ -1,5 +1,6 @@
 """The tree as `prtriage init` reads it: its Python modules, parsed when asked, and the starter policy being
-built (shared by the detections of app/analysis/starter.py, starter_shapes.py and starter_hydra.py)."""
+built (shared by the detections of app/analysis/starter/starter.py, starter_shapes.py and
+starter_hydra.py)."""
 
 from __future__ import annotations
 

@@ -16,8 +16,8 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from app.analysis.explain import describe, location
-from app.analysis.model import Severity
+from app.analysis.core.explain import describe, location
+from app.analysis.core.model import Severity
 from app.bundled import bundled
 
 POLICIES_DIR = bundled("policies")

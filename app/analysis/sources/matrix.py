@@ -13,9 +13,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.analysis.model import CaptureFailure, Matrix, Suite
-from app.analysis.policy import Policy, PythonDefinitions, Recording, StaticSuites, YamlArgs
-from app.analysis.recipes import CaseListing
+from app.analysis.core.model import CaptureFailure, Matrix, Suite
+from app.analysis.core.policy import Policy, PythonDefinitions, Recording, StaticSuites, YamlArgs
+from app.analysis.sources.recipes import CaseListing
 
 RUNTIME_ENV_OPTION = "--runtime-env-json"
 PARTIAL = "partial capture: "  # reason prefix of a script that yielded suites and then failed

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from app.analysis.starter_tree import (
+from app.analysis.starter.starter_tree import (
     TORCH_LIMITS,
     Module,
     Starter,

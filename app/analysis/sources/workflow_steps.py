@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.analysis.policy import WorkflowSteps, glob_regex, path_matches
-from app.analysis.workflow_rows import (
+from app.analysis.core.policy import WorkflowSteps, glob_regex, path_matches
+from app.analysis.sources.workflow_rows import (
     WorkflowError,
     _literally_false,
     _mapping,
