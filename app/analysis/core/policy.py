@@ -9,12 +9,15 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import operator
 import re
+import typing
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic.fields import FieldInfo
 
 from app.analysis.core.explain import describe, location
 from app.analysis.core.model import Severity
@@ -278,10 +281,35 @@ class YamlArgs(_Strict):
 MatrixSource = Annotated[RecordLaunches | WorkflowRows | StaticSuites | PythonDefinitions | WorkflowSteps
                          | YamlArgs,
                          Field(discriminator="kind")]
+# The policy keys of each kind of matrix source by its name: the kinds above, and those a module of
+# app/analysis/sources/ registers (`registry.register`), which `add_source_keys` adds to the policy language.
+SOURCE_KEYS: dict[str, type[BaseModel]] = {
+    str(typing.get_args(keys.model_fields["kind"].annotation)[0]): keys
+    for keys in typing.get_args(typing.get_args(MatrixSource)[0])}
 
 
 class Matrix(_Strict):
     sources: list[MatrixSource] = Field(description="Where suites come from; several kinds may be combined.")
+
+
+def add_source_keys(name: str, keys: type[BaseModel]) -> None:
+    """Lets policies name the source kind `name`, with `keys` (a model whose `kind` is the literal `name`)."""
+    SOURCE_KEYS[name] = keys
+    _rebuild_sources()
+
+
+def remove_source_keys(name: str) -> None:
+    SOURCE_KEYS.pop(name, None)
+    _rebuild_sources()
+
+
+def _rebuild_sources() -> None:
+    kinds = functools.reduce(operator.or_, SOURCE_KEYS.values())
+    annotation = list[Annotated[kinds, Field(discriminator="kind")]]  # type: ignore[valid-type]
+    Matrix.model_fields["sources"] = FieldInfo.merge_field_infos(Matrix.model_fields["sources"],
+                                                                 annotation=annotation)
+    Matrix.model_rebuild(force=True)
+    Policy.model_rebuild(force=True)
 
 
 class HydraCheck(_Strict):

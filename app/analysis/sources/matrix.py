@@ -1,213 +1,54 @@
-"""The CI flag matrix from what capture recorded: launches -> suites, script reports -> Matrix, cache keys.
+"""The CI flag matrix of all of a policy's sources: what each listed on the host and what the sandbox recorded
+of its items, by the source's kind (`registry.py`).
 
-Pure: the capture harness's messages come in as plain dicts, the cache as plain JSON values; nothing here
-runs a process or reads a file.
+Pure: the capture harness's reports come in as plain values; nothing here runs a process or reads a file.
 """
 
 from __future__ import annotations
 
-import json
-import posixpath
-import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
 
 from app.analysis.core.model import CaptureFailure, Matrix, Suite
-from app.analysis.core.policy import Policy, PythonDefinitions, Recording, StaticSuites, YamlArgs
-from app.analysis.sources.recipes import CaseListing
-
-RUNTIME_ENV_OPTION = "--runtime-env-json"
-PARTIAL = "partial capture: "  # reason prefix of a script that yielded suites and then failed
-# What one python_definitions function may report: the sandbox's word, bounded again on the host.
-MAX_DEFINED_SUITES = 1024
-MAX_DEFINED_WORDS = 512
-MAX_DEFINED_CHARS = 4096
-
-
-@dataclass(frozen=True)
-class ScriptReport:
-    """One capture harness `script` message."""
-
-    script: str
-    status: str  # "captured" | "disabled" | "failed"
-    launches: tuple[Mapping[str, Any], ...] = ()
-    reason: str | None = None
-    ended: bool = False  # the script ran to its end (or exited 0): nothing stopped it early
-    # python_definitions: the definitions' runs ({"name", "argv"}) and the names of disabled definitions
-    suites: tuple[Mapping[str, Any], ...] = ()
-    disabled: tuple[str, ...] = ()
-
-    @classmethod
-    def from_message(cls, message: Mapping[str, Any]) -> ScriptReport:
-        suites = message.get("suites") or []
-        disabled = message.get("disabled") or []
-        if not isinstance(suites, list) or not isinstance(disabled, list):
-            raise TypeError("suites and disabled must be lists")
-        return cls(script=str(message["script"]), status=str(message["status"]),
-                   launches=tuple(message.get("launches") or ()), reason=message.get("reason"),
-                   ended=message.get("ended") is True, suites=tuple(suites[:MAX_DEFINED_SUITES]),
-                   disabled=tuple(str(name)[:MAX_DEFINED_CHARS] for name in disabled[:MAX_DEFINED_SUITES]))
-
-
-def suites_from_definitions(report: ScriptReport, source: PythonDefinitions) -> list[Suite]:
-    """The suites a python_definitions function reported: ids `function::name`, argv as reported (bounded,
-    words only), the source's entry and env. A malformed item is left out."""
-    suites: list[Suite] = []
-    for item in report.suites:
-        argv = item.get("argv") if isinstance(item, Mapping) else None
-        if not isinstance(argv, list) or not all(isinstance(word, str) for word in argv):
-            continue
-        name = str(item.get("name"))[:MAX_DEFINED_CHARS]
-        suites.append(Suite(id=f"{report.script}::{name}", script=report.script,
-                            argv=tuple(word[:MAX_DEFINED_CHARS] for word in argv[:MAX_DEFINED_WORDS]),
-                            env=dict(source.env), entry=source.entry))
-    return suites
-
-
-def suites_from_launches(script: str, launches: Sequence[Mapping[str, Any]], source: Recording,
-                         repo_mount: str) -> list[Suite]:
-    """One suite per launch of the source's entry, in launch order; ids `script`, `script#2`, ..."""
-    entry_pattern = re.compile(source.entry)
-    suites: list[Suite] = []
-    for launch in launches:
-        words = [str(w) for w in launch.get("argv") or ()]
-        position = next((i for i, word in enumerate(words) if entry_pattern.search(word)), None)
-        if position is None:
-            continue
-        suite_id = script if not suites else f"{script}#{len(suites) + 1}"
-        suites.append(Suite(id=suite_id, script=script, argv=tuple(words[position + 1:]),
-                            env=_suite_env(words[:position], launch, source),
-                            entry=_repo_relative(words[position], str(launch.get("cwd") or ""), repo_mount)))
-    return suites
-
-
-def _suite_env(before_entry: list[str], launch: Mapping[str, Any], source: Recording) -> dict[str, str]:
-    env: dict[str, str] = {}
-    if "exported" in source.env_from:
-        exported = {str(k): str(v) for k, v in (launch.get("env") or {}).items()}
-        env.update({k: v for k, v in exported.items() if not source.env_keep or k in source.env_keep})
-    if "runtime_env_json" in source.env_from:
-        env.update(runtime_env_vars(before_entry))
-    return env
-
-
-def runtime_env_vars(words: Sequence[str]) -> dict[str, str]:
-    """The `env_vars` of the last `--runtime-env-json` option among `words` (ray job submit's job env)."""
-    found: dict[str, str] = {}
-    for i, word in enumerate(words):
-        if word.startswith(RUNTIME_ENV_OPTION + "="):
-            text: str | None = word[len(RUNTIME_ENV_OPTION) + 1:]
-        elif word == RUNTIME_ENV_OPTION and i + 1 < len(words):
-            text = words[i + 1]
-        else:
-            continue
-        try:
-            runtime_env = json.loads(text or "")
-        except ValueError:
-            continue
-        env_vars = runtime_env.get("env_vars") if isinstance(runtime_env, dict) else None
-        if isinstance(env_vars, dict):
-            found = {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in env_vars.items()}
-    return found
-
-
-def _repo_relative(word: str, cwd: str, repo_mount: str) -> str:
-    mount = repo_mount.rstrip("/")
-    path = word if posixpath.isabs(word) or not cwd else posixpath.join(cwd, word)
-    path = posixpath.normpath(path)
-    if path.startswith(mount + "/"):
-        return path[len(mount) + 1:]
-    return word
+from app.analysis.core.policy import Policy
+from app.analysis.sources.registry import kind_of
+from app.analysis.sources.source_kind import Listing, NoFiles, ScriptReport
 
 
 def build_matrix(policy: Policy, reports: Mapping[int, Sequence[ScriptReport]], repo_mount: str,
-                 listings: Mapping[int, CaseListing] | None = None) -> Matrix:
-    """The matrix of all sources: `reports` holds the script reports of each source that runs scripts
-    (record_launches, workflow_rows: one report per row) by index; `listings` the cases of each yaml_args
-    source, read on the host."""
+                 listings: Mapping[int, Listing] | None = None) -> Matrix:
+    """The matrix of all sources: `reports` holds the capture reports of each source whose items run in the
+    sandbox, by index; `listings` what each source listed on the host (a kind whose items run in the sandbox
+    lists what CI skips there, too), by default what it lists of no files."""
     suites: list[Suite] = []
-    kinds: dict[str, list[CaptureFailure]] = {"failed": [], "no_entry": [], "partial": []}
+    notes: dict[str, list[CaptureFailure]] = {"failed": [], "no_entry": [], "partial": []}
     disabled: list[str] = []
     scripts = captured = 0
     for index, source in enumerate(policy.matrix.sources):
-        if isinstance(source, StaticSuites):
-            suites.extend(Suite(id=s.id, script=f"policy:matrix.sources[{index}]", argv=tuple(s.argv),
-                                env=dict(s.env)) for s in source.suites)
-            continue
-        if isinstance(source, YamlArgs):
-            listing = (listings or {}).get(index) or CaseListing()
-            suites.extend(Suite(id=s.id, script=s.case, argv=s.argv, env=dict(s.env), entry=s.entry)
-                          for s in listing.suites)
-            kinds["failed"] += [CaptureFailure(case, reason) for case, reason in listing.failed]
-            kinds["no_entry"] += [CaptureFailure(case, reason) for case, reason in listing.no_entry]
+        kind = kind_of(source)
+        where = f"matrix.sources[{index}]"
+        listing = (listings or {}).get(index) or kind.list_items(source, NoFiles(), where)
+        suites.extend(listing.suites)
+        notes["failed"] += listing.failed
+        notes["no_entry"] += listing.no_entry
+        scripts, captured = scripts + listing.cases, captured + listing.captured
+        if kind.recorded is None:
             disabled += listing.disabled
-            scripts, captured = scripts + listing.cases, captured + listing.captured
             continue
-        for report in sorted(reports.get(index, ()), key=lambda r: r.script):
-            if isinstance(source, PythonDefinitions):
-                disabled.extend(f"{report.script}::{name}" for name in report.disabled)
-            if report.status == "disabled":
-                if not isinstance(source, PythonDefinitions):
-                    disabled.append(report.script)
+        skipped = [ScriptReport(label, "disabled") for label in listing.disabled]
+        for report in sorted([*skipped, *reports.get(index, ())], key=lambda r: r.script):
+            found = kind.recorded(report, source, repo_mount)
+            disabled += found.disabled
+            if not found.ran:
                 continue
             scripts += 1
-            if isinstance(source, PythonDefinitions):
-                found = suites_from_definitions(report, source)
-                kind, note = definitions_kind(report, found)
-            else:
-                found = suites_from_launches(report.script, report.launches, source, repo_mount)
-                kind, note = script_kind(report, found, source)
-            if note is not None:
-                kinds[kind].append(note)
-            if found:
+            if found.note is not None:
+                notes[found.outcome].append(found.note)
+            if found.suites:
                 captured += 1
-                suites.extend(found)
+                suites.extend(found.suites)
     return Matrix(suites=tuple(_unique_ids(suites)), scripts=scripts, captured=captured,
-                  failed=tuple(kinds["failed"]), disabled=tuple(disabled), no_entry=tuple(kinds["no_entry"]),
-                  partial=tuple(kinds["partial"]))
-
-
-def script_kind(report: ScriptReport, found: list[Suite],
-                source: Recording) -> tuple[str, CaptureFailure | None]:
-    """"captured" | "partial" | "no_entry" | "failed", with the note that says why (None: ran clean).
-
-    A script that ran to its end without launching the entry is a CI script of another kind (pytest, a
-    server): no failure of capture. One that was stopped before any entry launch is a failure: its suites
-    may be the ones it never reached.
-    """
-    if found:
-        if report.reason:  # stopped after its launches, or a launch bash could not run: some may be lost
-            return "partial", CaptureFailure(report.script, PARTIAL + report.reason)
-        return "captured", None
-    if report.ended:
-        return "no_entry", CaptureFailure(report.script, _launched(report, source))
-    return "failed", CaptureFailure(report.script, report.reason or "no launch recorded")
-
-
-def definitions_kind(report: ScriptReport, found: list[Suite]) -> tuple[str, CaptureFailure | None]:
-    """A python_definitions function is "captured", "partial" (some definitions failed) or "failed"."""
-    if found:
-        if report.reason:
-            return "partial", CaptureFailure(report.script, PARTIAL + report.reason)
-        return "captured", None
-    return "failed", CaptureFailure(report.script, report.reason or "no suite defined")
-
-
-def _launched(report: ScriptReport, source: Recording) -> str:
-    commands = list(dict.fromkeys(_command_name(launch) for launch in report.launches))
-    if not commands:
-        return "ran to its end and launched nothing"
-    shown = ", ".join(commands[:4]) + (f" and {len(commands) - 4} more" if len(commands) > 4 else "")
-    return f"ran to its end; launched {shown}, not the entry ({source.entry})"
-
-
-def _command_name(launch: Mapping[str, Any]) -> str:
-    """The launched program, with the module or script it runs (`python3 -m pytest`, `python3 x.py`)."""
-    words = [str(w) for w in launch.get("argv") or ()][:3]
-    if len(words) >= 3 and words[1] == "-m":
-        return " ".join(words)
-    return " ".join(words[:2]) if len(words) >= 2 and not words[1].startswith("-") else " ".join(words[:1])
+                  failed=tuple(notes["failed"]), disabled=tuple(disabled), no_entry=tuple(notes["no_entry"]),
+                  partial=tuple(notes["partial"]))
 
 
 def _unique_ids(suites: Iterable[Suite]) -> list[Suite]:

@@ -12,14 +12,17 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
-from app.analysis.core.policy import WorkflowRows
+from app.analysis.core.policy import WorkflowRows, path_matches
+from app.analysis.sources.recorded import from_launches
+from app.analysis.sources.source_kind import CaptureItem, Listing, SourceKind, SourceTree
 
 MAX_WORKFLOW_BYTES = 1_000_000
 MAX_ROWS_PER_JOB = 256  # GitHub's own limit of jobs one matrix may generate
@@ -29,6 +32,7 @@ _EXPRESSION = re.compile(r"\$\{\{(.*?)\}\}", re.S)
 _OPERAND = re.compile(r"""\s*(?:'((?:[^']|'')*)'|(matrix(?:\.[A-Za-z_][\w-]*)+)|(-?\d+(?:\.\d+)?)"""
                       r"""|(true|false|null))\s*\Z""")
 _UNKNOWN = object()  # an operand this evaluator does not compute
+log = logging.getLogger(__name__)
 
 
 class WorkflowError(Exception):
@@ -300,3 +304,54 @@ def _text(value: Any) -> str:
     if isinstance(value, (dict, list)):
         return json.dumps(value)
     return str(value)
+
+
+def read_workflow(tree: SourceTree, path: str) -> str:
+    """A workflow file's text, refused beyond MAX_WORKFLOW_BYTES (raises OSError or WorkflowError)."""
+    if tree.size(path) > MAX_WORKFLOW_BYTES:
+        raise WorkflowError(f"{path}: larger than {MAX_WORKFLOW_BYTES} bytes")
+    return tree.read(path)
+
+
+def list_rows(source: WorkflowRows, tree: SourceTree) -> tuple[list[CaptureItem], list[str]]:
+    """The capture items of a workflow_rows source (rows alike in script, args and env once), and the
+    labels of jobs whose `if:` is literally false."""
+    rows: dict[tuple[Any, ...], WorkflowRow] = {}
+    disabled: list[str] = []
+    for path in sorted(p for p in tree.paths() if any(path_matches(p, g) for g in source.workflows)):
+        try:
+            listing = rows_from_workflow(read_workflow(tree, path), path, source)
+        except (OSError, WorkflowError) as exc:
+            log.warning("workflow rows: %s", exc)
+            continue
+        for note in listing.notes:
+            log.info("workflow rows: %s", note)
+        disabled += listing.disabled
+        for row in listing.rows:
+            rows.setdefault(row.key(), row)  # the same row in several jobs is one CI command line
+    return _labelled(rows.values()), disabled
+
+
+def _labelled(rows: Iterable[WorkflowRow]) -> list[CaptureItem]:
+    """Items with unique ids: the script and its words, then the job, then a number."""
+    items: list[CaptureItem] = []
+    taken: set[str] = set()
+    for row in rows:
+        label = " ".join((row.script, *row.args))
+        if label in taken:
+            label = f"{label} ({row.job})"
+        base, count = label, 1
+        while label in taken:
+            count += 1
+            label = f"{base}#{count}"
+        taken.add(label)
+        items.append({"id": label, "script": row.script, "args": list(row.args), "env": dict(row.env)})
+    return items
+
+
+def list_items(source: WorkflowRows, tree: SourceTree, where: str) -> Listing:
+    items, disabled = list_rows(source, tree)
+    return Listing(items=tuple(items), disabled=tuple(disabled))
+
+
+KIND = SourceKind(WorkflowRows, list_items, from_launches)

@@ -16,11 +16,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.analysis.core.policy import WorkflowSteps, glob_regex, path_matches
+from app.analysis.sources.recorded import from_launches
+from app.analysis.sources.source_kind import Listing, SourceKind, SourceTree
 from app.analysis.sources.workflow_rows import (
     WorkflowError,
     _literally_false,
     _mapping,
     expand_matrix,
+    read_workflow,
     render,
     row_env,
     workflow_jobs,
@@ -134,3 +137,11 @@ def list_steps(files: Iterable[str], read: Callable[[str], str],
                                           "env": dict(step.env), "shell": step.run,
                                           "scripts": list(step.scripts)})
     return list(items.values()), disabled
+
+
+def list_items(source: WorkflowSteps, tree: SourceTree, where: str) -> Listing:
+    items, disabled = list_steps(tree.paths(), lambda path: read_workflow(tree, path), source)
+    return Listing(items=tuple(items), disabled=tuple(disabled))
+
+
+KIND = SourceKind(WorkflowSteps, list_items, from_launches)
