@@ -102,10 +102,11 @@ BELOW: dict[str, frozenset[str]] = {
     "bundled": frozenset(),
     "logsetup": frozenset(),
     "trees": frozenset(),
-    "analysis": frozenset({"bundled"}),
+    "harness": frozenset(),  # app/sandbox/harness/: runs in the sandbox, imports nothing of the app
+    "analysis": frozenset({"bundled", "harness"}),
     "config": frozenset({"analysis", "trees"}),
     "store": frozenset({"bundled"}),
-    "sandbox": frozenset({"analysis", "bundled"}),
+    "sandbox": frozenset({"analysis", "bundled", "harness"}),
     "github": frozenset({"analysis", "config", "trees"}),
     "engine": frozenset({"analysis", "bundled", "sandbox", "trees"}),
     "service": frozenset({"config", "github", "store"}),
@@ -134,6 +135,8 @@ ANALYSIS_BELOW: dict[str, frozenset[str]] = {
 
 def room(module: str) -> str:
     parts = module.split(".")
+    if parts[1:3] == ["sandbox", "harness"]:
+        return "harness"  # a program of its own at the bottom: the sandbox mounts it; its globs are shared
     return parts[1] if len(parts) > 1 else "app"
 
 

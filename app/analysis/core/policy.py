@@ -22,6 +22,7 @@ from pydantic.fields import FieldInfo
 from app.analysis.core.explain import describe, location
 from app.analysis.core.model import Severity
 from app.bundled import bundled
+from app.sandbox.harness.globs import glob_regex as translate_glob
 
 POLICIES_DIR = bundled("policies")
 
@@ -420,35 +421,8 @@ def path_matches(path: str, pattern: str) -> bool:
 
 @functools.lru_cache(maxsize=512)
 def glob_regex(pattern: str) -> re.Pattern[str]:
-    """A path glob as a regex: `*`, `?` and `[...]` match within one path segment, `**/` any directories
-    (also none), a trailing `**` anything below.
-
-    The sandbox harness holds the same translation (`harness/vpaths.py`: it imports nothing of app); a test
-    keeps the two equal.
-    """
-    out, i = [], 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:[^/]*/)*")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        elif pattern[i] == "[" and "]" in pattern[i + 2:]:
-            end = pattern.index("]", i + 2)
-            body = pattern[i + 1:end]
-            out.append("[" + ("^" + body[1:] if body.startswith("!") else body).replace("\\", "\\\\") + "]")
-            i = end + 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    return re.compile("".join(out) + r"\Z")
+    """A path glob as a regex (`app/sandbox/harness/globs.py`, which the sandbox harness imports too)."""
+    return translate_glob(pattern)
 
 
 def parse_policy(text: str, source: str) -> Policy:
