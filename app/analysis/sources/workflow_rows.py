@@ -10,13 +10,14 @@ process.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import logging
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import yaml
 
@@ -313,19 +314,40 @@ def read_workflow(tree: SourceTree, path: str) -> str:
     return tree.read(path)
 
 
+class _WorkflowListing(Protocol):
+    @property
+    def disabled(self) -> list[str]: ...
+
+    @property
+    def notes(self) -> list[str]: ...
+
+
+Listed = TypeVar("Listed", bound=_WorkflowListing)
+
+
+def each_workflow(globs: list[str], paths: Iterable[str], read: Callable[[str], str], what: str,
+                  parse: Callable[[str, str], Listed]) -> Iterator[Listed]:
+    """What `parse` lists of each workflow file the globs name among `paths`, in path order; a file that
+    cannot be read or parsed is logged and left out (`read` raises OSError or WorkflowError)."""
+    for path in sorted(p for p in paths if any(path_matches(p, g) for g in globs)):
+        try:
+            listing = parse(read(path), path)
+        except (OSError, WorkflowError) as exc:
+            log.warning("%s: %s", what, exc)
+            continue
+        for note in listing.notes:
+            log.info("%s: %s", what, note)
+        yield listing
+
+
 def list_rows(source: WorkflowRows, tree: SourceTree) -> tuple[list[CaptureItem], list[str]]:
     """The capture items of a workflow_rows source (rows alike in script, args and env once), and the
     labels of jobs whose `if:` is literally false."""
     rows: dict[tuple[Any, ...], WorkflowRow] = {}
     disabled: list[str] = []
-    for path in sorted(p for p in tree.paths() if any(path_matches(p, g) for g in source.workflows)):
-        try:
-            listing = rows_from_workflow(read_workflow(tree, path), path, source)
-        except (OSError, WorkflowError) as exc:
-            log.warning("workflow rows: %s", exc)
-            continue
-        for note in listing.notes:
-            log.info("workflow rows: %s", note)
+    read = functools.partial(read_workflow, tree)
+    for listing in each_workflow(source.workflows, tree.paths(), read, "workflow rows",
+                                 lambda text, path: rows_from_workflow(text, path, source)):
         disabled += listing.disabled
         for row in listing.rows:
             rows.setdefault(row.key(), row)  # the same row in several jobs is one CI command line

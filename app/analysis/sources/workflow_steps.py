@@ -9,19 +9,18 @@ bounds and the expression evaluator of `workflow_rows` (a step whose text or env
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.analysis.core.policy import WorkflowSteps, glob_regex, path_matches
+from app.analysis.core.policy import WorkflowSteps, glob_regex
 from app.analysis.sources.recorded import from_launches
 from app.analysis.sources.source_kind import Listing, SourceKind, SourceTree
 from app.analysis.sources.workflow_rows import (
-    WorkflowError,
     _literally_false,
     _mapping,
+    each_workflow,
     expand_matrix,
     read_workflow,
     render,
@@ -29,7 +28,6 @@ from app.analysis.sources.workflow_rows import (
     workflow_jobs,
 )
 
-log = logging.getLogger(__name__)
 _WORD = re.compile(r"[^\s;&|()<>`'\"]+")
 
 
@@ -123,14 +121,8 @@ def list_steps(files: Iterable[str], read: Callable[[str], str],
     jobs whose `if:` is literally false."""
     items: dict[tuple[Any, ...], dict[str, Any]] = {}
     disabled: list[str] = []
-    for path in sorted(p for p in files if any(path_matches(p, g) for g in source.workflows)):
-        try:
-            listing = steps_from_workflow(read(path), path, source)
-        except (OSError, WorkflowError) as exc:
-            log.warning("workflow steps: %s", exc)
-            continue
-        for note in listing.notes:
-            log.info("workflow steps: %s", note)
+    for listing in each_workflow(source.workflows, files, read, "workflow steps",
+                                 lambda text, path: steps_from_workflow(text, path, source)):
         disabled += listing.disabled
         for step in listing.steps:  # the same command in several jobs is one CI suite
             items.setdefault(step.key(), {"id": step.label, "script": step.label, "args": [],
