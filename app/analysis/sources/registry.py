@@ -16,11 +16,12 @@ from app.analysis.sources import (
 )
 from app.analysis.sources.source_kind import SourceKind
 
+# In the order `prtriage init` tries their detections.
 KINDS: dict[str, SourceKind[Any]] = {kind.name: kind for kind in (
-    record_launches.KIND,
     workflow_rows.KIND,
-    workflow_steps.KIND,
+    record_launches.KIND,
     python_definitions.KIND,
+    workflow_steps.KIND,
     recipes.KIND,  # yaml_args
     static_suites.KIND,
 )}

@@ -10,8 +10,9 @@ the items it listed (`engine/matrix_capture.py` keys each cached matrix by them)
 from __future__ import annotations
 
 import typing
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
@@ -113,12 +114,14 @@ class SourceKind(Generic[Keys]):
     (`matrix.sources[0]`). `recorded`: what a capture report of one item yields, given the source and
     where the sandbox mounted the tree; None for a kind the host lists completely (nothing of it runs in
     the sandbox). The capture harness records launches of every item, or, for `python_definitions`, the
-    definitions the named function returns.
+    definitions the named function returns. `detect`: how `prtriage init` finds the kind in a tree (the
+    tree's root and how its scripts' launches are recorded -> the source's keys, each with why).
     """
 
     keys: type[Keys]
     list_items: Callable[[Keys, SourceTree, str], Listing]
     recorded: Callable[[ScriptReport, Keys, str], Found] | None = None
+    detect: Callable[[Path, dict[str, Any]], Iterator[tuple[dict[str, Any], str]]] | None = None
 
     @property
     def name(self) -> str:

@@ -10,18 +10,22 @@ process.
 
 from __future__ import annotations
 
+import copy
 import functools
 import itertools
 import json
 import logging
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
 from typing import Any, Protocol, TypeVar
 
 import yaml
 
 from app.analysis.core.policy import WorkflowRows, path_matches
+from app.analysis.core.tree_reading import read_text
 from app.analysis.sources.recorded import from_launches
 from app.analysis.sources.source_kind import CaptureItem, Listing, SourceKind, SourceTree
 
@@ -376,4 +380,65 @@ def list_items(source: WorkflowRows, tree: SourceTree, where: str) -> Listing:
     return Listing(items=tuple(items), disabled=tuple(disabled))
 
 
-KIND = SourceKind(WorkflowRows, list_items, from_launches)
+def detect(root: Path, recording: dict[str, Any]) -> Iterator[tuple[dict[str, Any], str]]:
+    """`prtriage init`: workflows whose job matrices list rows with a field naming a Python script (the
+    source's keys, and why)."""
+    for workflow in sorted((root / ".github" / "workflows").glob("*.y*ml")):
+        try:
+            document = yaml.safe_load(read_text(workflow)) or {}
+        except yaml.YAMLError:
+            continue
+        fields = Counter(_script_fields(document.get("jobs") if isinstance(document, dict) else None))
+        if not fields:
+            continue
+        (matrix_key, script_field, args_field), rows = fields.most_common(1)[0]
+        script_dir = _script_dir(root, document, matrix_key, script_field)
+        source = {"kind": "workflow_rows", "workflows": [f".github/workflows/{workflow.name}"],
+                  "script": f"{matrix_key}.{script_field}", "script_dir": script_dir,
+                  "command": ["python", "{script}"], **copy.deepcopy(recording)}
+        if args_field:
+            source["args"] = f"{matrix_key}.{args_field}"
+        yield source, (f"{workflow.name}: {rows} matrix rows name a script in `{matrix_key}.{script_field}`; "
+                       "each row's script is run by the recording bash")
+
+
+def _matrices(jobs: Any) -> Iterator[dict[str, Any]]:
+    """The `strategy.matrix` maps of a workflow's jobs (one written as an expression is skipped)."""
+    for job in jobs.values() if isinstance(jobs, dict) else []:
+        strategy = job.get("strategy") if isinstance(job, dict) else None
+        matrix = strategy.get("matrix") if isinstance(strategy, dict) else None
+        if isinstance(matrix, dict):
+            yield matrix
+
+
+def _script_fields(jobs: Any) -> Iterator[tuple[str, str, str]]:
+    """(matrix key, script field, args field or "") of every row naming a Python script; the args field
+    is the one any row of that key writes (`test_args`), the rows without it pass none."""
+    for matrix in _matrices(jobs):
+        for key, rows in matrix.items():
+            rows = [row for row in rows if isinstance(row, dict)] if isinstance(rows, list) else []
+            args = next((k for row in rows for k in row if k.endswith("args")), "")
+            for row in rows:
+                script = next((k for k, v in row.items() if isinstance(v, str) and v.endswith(".py")), None)
+                if script:
+                    yield key, script, args
+
+
+def _script_dir(root: Path, document: dict[str, Any], matrix_key: str, script_field: str) -> str:
+    """Where the rows' scripts are: the directory of the tree that holds the first row's script."""
+    for matrix in _matrices(document.get("jobs")):
+        rows = matrix.get(matrix_key)
+        for row in rows if isinstance(rows, list) else []:
+            name = row.get(script_field) if isinstance(row, dict) else None
+            if not isinstance(name, str):
+                continue
+            if (root / name).is_file():
+                return ""
+            hits = sorted(p.relative_to(root) for p in root.glob(f"**/{PurePosixPath(name).name}"))
+            hits = [p for p in hits if not any(part.startswith(".") for part in p.parts)]
+            if hits:
+                return hits[0].parent.as_posix()
+    return ""
+
+
+KIND = SourceKind(WorkflowRows, list_items, from_launches, detect)

@@ -12,13 +12,12 @@ from typing import Any
 
 import yaml
 
+from app.analysis.core.tree_reading import Module, read_text
 from app.analysis.starter.starter_tree import (
     TORCH_LIMITS,
-    Module,
     Starter,
     imported_modules,
     is_test,
-    read_text,
     real_packages,
 )
 

@@ -21,16 +21,15 @@ from typing import Any
 
 import yaml
 
+from app.analysis.core.tree_reading import Module, read_text
 from app.analysis.starter.starter_hydra import hydra_shape
 from app.analysis.starter.starter_tree import (
     TORCH_LIMITS,
-    Module,
     Starter,
     imported_modules,
     installed,
     is_test,
     pinned_version,
-    read_text,
     real_packages,
 )
 
