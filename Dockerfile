@@ -54,7 +54,7 @@ WORKDIR /data
 ARG PREBUILD_POLICIES=""
 ARG PIP_EXTRA_INDEX_URL=""
 RUN for slug in $PREBUILD_POLICIES; do \
-        policy=$(python -c 'import sys; from app.analysis.policy import POLICIES_DIR as d; p = d / f"{sys.argv[1]}.yml"; print(p if p.is_file() else "")' "$slug"); \
+        policy=$(python -c 'import sys; from app.analysis.core.policy import POLICIES_DIR as d; p = d / f"{sys.argv[1]}.yml"; print(p if p.is_file() else "")' "$slug"); \
         [ -n "$policy" ] || { echo "PREBUILD_POLICIES: no built-in policy $slug" >&2; exit 1; }; \
         PRTRIAGE_CACHE_DIR=/cache prtriage env build --policy "$policy" || exit 1; \
     done \

@@ -21,9 +21,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import TextIO
 
-from app.analysis.doctor import doctor_json, doctor_text
-from app.analysis.model import Matrix
-from app.analysis.policy import (
+from app.analysis.core.model import Matrix
+from app.analysis.core.policy import (
     Policy,
     PolicyError,
     RecordLaunches,
@@ -31,11 +30,12 @@ from app.analysis.policy import (
     load_policy,
     parse_policy,
 )
-from app.analysis.render import render
-from app.analysis.starter import render as render_starter
-from app.analysis.starter_tree import NoValidator
-from app.analysis.workflow_commands import append_step_summary, render_github
-from app.analysis.workflow_commands import command as workflow_command
+from app.analysis.starter.starter import render as render_starter
+from app.analysis.starter.starter_tree import NoValidator
+from app.analysis.verdict.doctor import doctor_json, doctor_text
+from app.analysis.verdict.render import render
+from app.analysis.verdict.workflow_commands import append_step_summary, render_github
+from app.analysis.verdict.workflow_commands import command as workflow_command
 from app.config import CommandLineSettings, ConfigError, StartupError, UsageError
 from app.engine.check_steps import (
     SANDBOX_HINT,

@@ -24,12 +24,11 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.bench_policy_speed import WrongResult, answers, log
+from benchmarks.bench_policy_speed import WrongResult, answers, bench_main, log
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -99,27 +98,13 @@ def measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repo", type=Path, required=True)
-    parser.add_argument("--base", required=True)
-    parser.add_argument("--head", required=True)
-    parser.add_argument("--policy", type=Path, required=True)
-    parser.add_argument("--against", required=True, help="the prtriage revision to compare with")
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/out"))
-    args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="prtriage-bench-against-") as scratch:
-        work = Path(scratch)
-        work.chmod(0o755)  # the sandbox reads the trees as an unprivileged uid
-        try:
-            result = measure(args, work)
-        except WrongResult as exc:
-            log(f"wrong result: {exc}")
-            raise SystemExit(1) from None
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "bench_against.json").write_text(json.dumps(result, indent=2) + "\n")
+    bench_main("bench_against", __doc__, measure, summary, lambda parser: parser.add_argument(
+        "--against", required=True, help="the prtriage revision to compare with"))
+
+
+def summary(result: dict[str, Any]) -> str:
     walls, cpus = result["median_wall_s"], result["median_cpu_s"]
-    print(f"{result['suites']} suites; warm check median: " + ", ".join(
+    return (f"{result['suites']} suites; warm check median: " + ", ".join(
         f"{label} {walls[label]:.1f} s ({cpus[label]:.0f} s CPU)" for label in walls)
         + f"; baseline / this checkout x{result['baseline_over_this']}; load {result['load_avg_1m']}")
 

@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.analysis.model import Suite
-from app.analysis.policy import Policy, load_policy
-from app.analysis.report import CheckReport
+from app.analysis.core.model import Suite
+from app.analysis.core.policy import Policy, load_policy
+from app.analysis.verdict.report import CheckReport
 from app.engine.check_steps import compare_trees, run_check
 from app.engine.suite_validation import trace_lines, validate_revision
 from benchmarks.generate import DEFAULT_SEED, VALIDATOR_PATH, Manifest, generate_pair
@@ -356,15 +356,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("benchmarks/out"))
     parser.add_argument("--keep", action="store_true", help="keep the generated trees and caches")
     args = parser.parse_args(argv)
+    return report_figures("bench_check", lambda: run(args), args.out, table)
+
+
+def report_figures(name: str, measure: Callable[[], dict[str, Any]], out: Path,
+                   table: Callable[[dict[str, Any]], str]) -> int:
+    """The end of a benchmark's main(): OUT/<name>.json and the table, or no figures at all for a wrong
+    result (exit 1)."""
     try:
-        summary = run(args)
+        figures = measure()
     except WrongResult as exc:
         print(f"WRONG RESULT, timings discarded: {exc}", file=sys.stderr)
         return 1
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "bench_check.json").write_text(json.dumps(summary, indent=1) + "\n")
-    print(table(summary))
-    print(f"\nfigures written to {args.out / 'bench_check.json'}")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.json").write_text(json.dumps(figures, indent=1) + "\n")
+    print(table(figures))
+    print(f"\nfigures written to {out / f'{name}.json'}")
     return 0
 
 

@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -101,15 +102,27 @@ def measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    bench_main("bench_policy_speed", __doc__, measure, lambda result: (
+        f"{result['suites']} suites; warm check median {result['median_s']['policy']:.1f} s with the policy, "
+        f"{result['median_s']['baseline']:.1f} s without its {result['replacements_left_out']} speed "
+        f"replacements: x{result['baseline_over_policy']:.2f}; load {result['load_avg_1m']}"))
+
+
+def bench_main(name: str, doc: str | None, measure: Callable[[argparse.Namespace, Path], dict[str, Any]],
+               summary: Callable[[dict[str, Any]], str],
+               more_arguments: Callable[[argparse.ArgumentParser], object] = lambda parser: None) -> None:
+    """The main() of a warm-check benchmark on a fetched repository: --repo, --base, --head, --policy (and
+    MORE_ARGUMENTS), --repeat, --out; the figures in OUT/<name>.json, none for a wrong result (exit 1)."""
+    parser = argparse.ArgumentParser(description=(doc or "").split("\n\n")[0])
     parser.add_argument("--repo", type=Path, required=True)
     parser.add_argument("--base", required=True)
     parser.add_argument("--head", required=True)
     parser.add_argument("--policy", type=Path, required=True)
+    more_arguments(parser)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--out", type=Path, default=Path("benchmarks/out"))
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="prtriage-bench-policy-") as scratch:
+    with tempfile.TemporaryDirectory(prefix=f"prtriage-{name}-") as scratch:
         work = Path(scratch)
         work.chmod(0o755)  # the sandbox reads the trees as an unprivileged uid
         try:
@@ -118,11 +131,8 @@ def main() -> None:
             log(f"wrong result: {exc}")
             raise SystemExit(1) from None
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "bench_policy_speed.json").write_text(json.dumps(result, indent=2) + "\n")
-    medians = result["median_s"]
-    print(f"{result['suites']} suites; warm check median {medians['policy']:.1f} s with the policy, "
-          f"{medians['baseline']:.1f} s without its {result['replacements_left_out']} speed "
-          f"replacements: x{result['baseline_over_policy']:.2f}; load {result['load_avg_1m']}")
+    (args.out / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n")
+    print(summary(result))
 
 
 if __name__ == "__main__":

@@ -32,10 +32,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.analysis.policy import POLICIES_DIR, Policy, load_policy
+from app.analysis.core.policy import POLICIES_DIR, Policy, load_policy
 from app.engine.matrix_capture import capture_matrix
 from app.trees.gitrepo import cached_tree
-from benchmarks.bench_check import Mode, WrongResult, naive_runs
+from benchmarks.bench_check import Mode, WrongResult, naive_runs, report_figures
 
 BUNDLE = Path(__file__).resolve().parents[2] / "shared" / "realworld" / "miles.bundle"
 POLICY = POLICIES_DIR / "radixark" / "miles.yml"
@@ -263,16 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("benchmarks/out"))
     parser.add_argument("--keep", action="store_true", help="keep the clone and caches")
     args = parser.parse_args(argv)
-    try:
-        result = run(args)
-    except WrongResult as exc:
-        print(f"WRONG RESULT, timings discarded: {exc}", file=sys.stderr)
-        return 1
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "bench_real.json").write_text(json.dumps(result, indent=1) + "\n")
-    print(table(result))
-    print(f"\nfigures written to {args.out / 'bench_real.json'}")
-    return 0
+    return report_figures("bench_real", lambda: run(args), args.out, table)
 
 
 if __name__ == "__main__":

@@ -32,9 +32,9 @@ from functools import cache
 from pathlib import Path
 from typing import Literal
 
-from app.analysis.followups import PRIORITY, ReferenceKind, classify
-from app.analysis.references import Mention, Text, find_mentions
-from app.analysis.series import title_position
+from app.analysis.followups.followups import PRIORITY, ReferenceKind, classify
+from app.analysis.followups.references import Mention, Text, find_mentions
+from app.analysis.followups.series import title_position
 
 ROOT = Path(__file__).resolve().parents[1]
 LABELS = ROOT / "benchmarks" / "followups" / "labels.jsonl"

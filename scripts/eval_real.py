@@ -41,9 +41,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.analysis.health import BaseFailure, describe, group_errors
-from app.analysis.model import Outcome
-from app.analysis.policy import POLICIES_DIR, Policy, load_policy
+from app.analysis.core.model import Outcome
+from app.analysis.core.policy import POLICIES_DIR, Policy, load_policy
+from app.analysis.verdict.health import BaseFailure, describe, group_errors
 
 POLICY = POLICIES_DIR / "radixark" / "miles.yml"
 GOOD_SHARE = 0.95  # base acceptance from which the analysis is taken to see the repository as CI does

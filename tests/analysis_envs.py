@@ -8,7 +8,7 @@ import functools
 import tempfile
 from pathlib import Path
 
-from app.analysis.policy import Harness, load_policy
+from app.analysis.core.policy import Harness, load_policy
 from app.engine.environments import prepare
 from app.sandbox.interpreter import Interpreter
 

@@ -11,8 +11,8 @@ from typing import Any
 
 from analysis_envs import twin_environment
 
-from app.analysis.model import SuiteResult
-from app.analysis.policy import Limits, load_policy
+from app.analysis.core.model import SuiteResult
+from app.analysis.core.policy import Limits, load_policy
 from app.sandbox.runner import SandboxSpec, run_harness
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -17,8 +17,8 @@ import yaml
 from actions_runner import ROOT, Runner, load_action
 from fakegithub.plugin import fake_github, fake_github_factory, github_app_key  # noqa: F401 (fixtures)
 
-from app.analysis.model import Finding
-from app.analysis.workflow_commands import annotation, command, escape_data, escape_property
+from app.analysis.core.model import Finding
+from app.analysis.verdict.workflow_commands import annotation, command, escape_data, escape_property
 from app.cli import build_parser
 from app.demo.localgithub import FakeGitHub
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from app.analysis.policy import PolicyError, parse_policy
+from app.analysis.core.policy import PolicyError, parse_policy
 from app.cli import main
 from app.demo.localgithub import make_app_key
 

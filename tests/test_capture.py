@@ -15,10 +15,11 @@ from typing import Any
 import pytest
 from analysis_envs import environment_of
 
-from app.analysis.matrix import ScriptReport, build_matrix
-from app.analysis.model import Matrix, Suite
-from app.analysis.policy import Policy, RecordLaunches, load_policy
-from app.engine.matrix_capture import capture_matrix, list_scripts
+from app.analysis.core.model import Matrix, Suite
+from app.analysis.core.policy import Policy, RecordLaunches, load_policy
+from app.analysis.sources.matrix import ScriptReport, build_matrix
+from app.analysis.sources.record_launches import list_scripts
+from app.engine.matrix_capture import HostTree, capture_matrix
 from app.sandbox.runner import SandboxRun, SandboxSpec, run_harness
 
 POLICIES = Path(__file__).resolve().parents[1] / "policies"
@@ -372,7 +373,7 @@ def captured(tmp_path_factory: pytest.TempPathFactory) -> Captured:
     policy = miles_policy()
     source = policy.matrix.sources[0]
     assert isinstance(source, RecordLaunches)
-    scripts = list_scripts(repo, source)
+    scripts = list_scripts(source, HostTree(repo))
     run = run_capture_harness(repo, policy, scripts)
     messages = {m["script"]: m for m in run.messages if m.get("type") == "script"}
     matrix = build_matrix(policy, {0: [ScriptReport.from_message(m) for m in messages.values()]}, "/repo")

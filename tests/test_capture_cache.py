@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from app.analysis.policy import Policy, parse_policy
+from app.analysis.core.policy import Policy, parse_policy
 from app.engine.matrix_capture import capture_matrix
 from app.trees.treehash import fingerprints, tree_digest
 

@@ -15,8 +15,8 @@ import pytest
 from analysis_envs import twin_environment
 from probes import run_probe_program
 
-from app.analysis.matrix import ScriptReport, build_matrix
-from app.analysis.policy import Policy, parse_policy
+from app.analysis.core.policy import Policy, parse_policy
+from app.analysis.sources.matrix import ScriptReport, build_matrix
 from app.sandbox.runner import SandboxRun, SandboxSpec, run_harness
 
 HARNESS = Path(__file__).resolve().parents[1] / "app" / "sandbox" / "harness"

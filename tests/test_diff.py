@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.analysis.diff import diff_file, diff_trees
+from app.analysis.verdict.diff import diff_file, diff_trees
 
 BASE = "def check(args):\n    assert args.a\n    assert args.b\n    return args\n"
 # one line inserted after line 1, line 3 (assert args.b) changed

@@ -1,5 +1,5 @@
-"""References in the lines a pull request adds (app/analysis/diffrefs.py), through the finder and the
-classifier of the PR's texts: real `git diff` output of a real repository, and GitHub-style patches."""
+"""References in the lines a pull request adds (app/analysis/followups/diffrefs.py), through the finder and
+the classifier of the PR's texts: real `git diff` output of a real repository, and GitHub-style patches."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from app.analysis import diffrefs
-from app.analysis.diffrefs import added_lines, diff_texts, patch_lines
-from app.analysis.followups import TextReference, find_references
-from app.analysis.references import MAX_MENTIONS, Text
+from app.analysis.followups import diffrefs
+from app.analysis.followups.diffrefs import added_lines, diff_texts, patch_lines
+from app.analysis.followups.followups import TextReference, find_references
+from app.analysis.followups.references import MAX_MENTIONS, Text
 
 
 def references(diff: str) -> list[TextReference]:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from app.analysis.policy import Policy, parse_policy
+from app.analysis.core.policy import Policy, parse_policy
 from app.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[1]

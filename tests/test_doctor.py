@@ -9,7 +9,7 @@ from twin.cli import MILES_POLICY, prtriage
 from twin.expected import ALL_SUITES, CKPT, DISABLED, HEALTH_SCRIPTS
 from twin.variants import ARGUMENTS
 
-from app.analysis.doctor import hint_for
+from app.analysis.verdict.doctor import hint_for
 
 
 def test_a_missing_absolute_file_asks_for_a_fixture_with_its_path_as_pattern() -> None:

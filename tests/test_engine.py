@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from app.analysis.diff import diff_trees
-from app.analysis.model import Matrix, Outcome, Suite, SuiteResult
-from app.analysis.policy import Policy, parse_policy
-from app.analysis.report import CheckReport
+from app.analysis.core.model import Matrix, Outcome, Suite, SuiteResult
+from app.analysis.core.policy import Policy, parse_policy
+from app.analysis.verdict.diff import diff_trees
+from app.analysis.verdict.report import CheckReport
 from app.engine.check_steps import AnalysisError, compare_trees, require_loadable, run_check
 from app.engine.suite_validation import collect_results, statement_starts, trace_lines
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from app.analysis.policy import Harness, Limits, Policy, PolicyError, RequirementsFile, parse_policy
+from app.analysis.core.policy import Harness, Limits, Policy, PolicyError, RequirementsFile, parse_policy
 from app.engine.check_steps import AnalysisError, analysis_environment
 from app.engine.environments import (
     EnvironmentProblem,

@@ -8,7 +8,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from app.analysis.followup_findings import (
+from app.analysis.core.policy import Followups, PolicyError, parse_policy
+from app.analysis.followups.followup_findings import (
     ReferenceState,
     Resolution,
     awaited,
@@ -16,9 +17,8 @@ from app.analysis.followup_findings import (
     risk_sentence,
     trim,
 )
-from app.analysis.followups import ReferenceKind, TextReference, find_references
-from app.analysis.policy import Followups, PolicyError, parse_policy
-from app.analysis.references import MAX_MENTIONS, Text, find_mentions, pull_texts, target_of
+from app.analysis.followups.followups import ReferenceKind, TextReference, find_references
+from app.analysis.followups.references import MAX_MENTIONS, Text, find_mentions, pull_texts, target_of
 from app.store import models as store
 
 OWNER, REPO, NUMBER = "octo", "widgets", 99  # the PR being read is octo/widgets#99

@@ -1,11 +1,18 @@
-"""Path globs mean one thing everywhere: the policy's repository globs and the harness's fixture paths."""
+"""Path globs mean one thing everywhere: the policy's repository globs and the harness's fixture paths, one
+translation (app/sandbox/harness/globs.py) imported by both."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
-from app.analysis.policy import glob_regex, path_matches
-from app.sandbox.harness import vpaths
+from app.analysis.core.policy import glob_regex, path_matches
+from app.sandbox.harness import globs
+
+HARNESS = Path(__file__).resolve().parents[1] / "app" / "sandbox" / "harness"
 
 CASES = [
     ("tests/e2e/**/test_*.py", "tests/e2e/megatron/test_glm5.py", True),
@@ -31,9 +38,13 @@ CASES = [
 @pytest.mark.parametrize(("pattern", "path", "expected"), CASES)
 def test_glob_semantics(pattern: str, path: str, expected: bool) -> None:
     assert path_matches(path, pattern) is expected
-    assert (vpaths.glob_regex(pattern).match(path) is not None) is expected
+    assert (globs.glob_regex(pattern).match(path) is not None) is expected
 
 
-def test_harness_and_policy_translate_alike() -> None:
-    for pattern, _, _ in CASES:
-        assert vpaths.glob_regex(pattern).pattern == glob_regex(pattern).pattern
+def test_the_harness_imports_the_one_translation_without_the_app() -> None:
+    # as inside the sandbox: the harness directory on sys.path, and no `app` to import
+    probe = (f"import sys; sys.path.insert(0, {str(HARNESS)!r}); sys.modules['app'] = None; "
+             "import vpaths, globs; assert vpaths.glob_regex is globs.glob_regex; "
+             "print(vpaths.glob_regex('a/**/b').pattern)")
+    done = subprocess.run([sys.executable, "-I", "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == glob_regex("a/**/b").pattern

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from harness_twin import job, make_twin, miles_policy, results, run_plain, run_sandboxed, suite
 
-from app.analysis.model import Outcome
+from app.analysis.core.model import Outcome
 
 QWEN = "--hf-checkpoint /root/models/qwen/config.json"
 DOCS = '''\

@@ -18,7 +18,7 @@ from harness_twin import (
     suite,
 )
 
-from app.analysis.model import Event, Outcome
+from app.analysis.core.model import Event, Outcome
 
 ARGS = "miles/utils/arguments.py"
 QWEN = "--hf-checkpoint /root/models/qwen/config.json"

@@ -16,7 +16,7 @@ from harness_twin import (
     suite,
 )
 
-from app.analysis.model import LearnedAttribute, Outcome
+from app.analysis.core.model import LearnedAttribute, Outcome
 
 ARGS = "miles/utils/arguments.py"
 QWEN = "--hf-checkpoint /root/models/qwen/config.json"

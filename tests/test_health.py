@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from app.analysis.health import assess, describe, summary_line
-from app.analysis.model import CaptureFailure, Matrix, Outcome, Suite, SuiteResult
-from app.analysis.policy import PolicyError, parse_policy
+from app.analysis.core.model import CaptureFailure, Matrix, Outcome, Suite, SuiteResult
+from app.analysis.core.policy import PolicyError, parse_policy
+from app.analysis.verdict.health import assess, describe, summary_line
 
 ARGS = "pkg/arguments.py"
 ACCEPTED = Outcome("accepted")

@@ -17,11 +17,11 @@ import yaml
 from twin.cli import prtriage
 from twin.miles import build_miles_twin
 
-from app.analysis.health import assess
-from app.analysis.model import CaptureFailure, Matrix, Outcome, Suite, SuiteResult
-from app.analysis.policy import parse_policy
-from app.analysis.starter import detect, refine, render
-from app.analysis.starter_tree import NoValidator
+from app.analysis.core.model import CaptureFailure, Matrix, Outcome, Suite, SuiteResult
+from app.analysis.core.policy import parse_policy
+from app.analysis.starter.starter import detect, refine, render
+from app.analysis.starter.starter_tree import NoValidator
+from app.analysis.verdict.health import assess
 
 TWIN_POLICY = Path(__file__).parent / "twin" / "policy.yml"
 OPTIONS = "\n".join(f"    parser.add_argument('--option-{i}', type=int, default={i})" for i in range(12))

@@ -88,7 +88,7 @@ def test_the_wheel_carries_every_file_prtriage_reads(wheel: Path) -> None:
 def test_the_installed_package_is_the_wheel_not_the_checkout(installed: Installed) -> None:
     location = Path(installed.python("import app; print(app.__file__)"))
     assert location.is_relative_to(installed.venv)
-    miles = Path(installed.python("from app.analysis.policy import builtin_policy as b; "
+    miles = Path(installed.python("from app.analysis.core.policy import builtin_policy as b; "
                                   "print(b('radixark', 'miles'))"))
     assert miles.is_relative_to(installed.venv) and miles.is_file()
 

@@ -102,10 +102,11 @@ BELOW: dict[str, frozenset[str]] = {
     "bundled": frozenset(),
     "logsetup": frozenset(),
     "trees": frozenset(),
-    "analysis": frozenset({"bundled"}),
+    "harness": frozenset(),  # app/sandbox/harness/: runs in the sandbox, imports nothing of the app
+    "analysis": frozenset({"bundled", "harness"}),
     "config": frozenset({"analysis", "trees"}),
     "store": frozenset({"bundled"}),
-    "sandbox": frozenset({"analysis", "bundled"}),
+    "sandbox": frozenset({"analysis", "bundled", "harness"}),
     "github": frozenset({"analysis", "config", "trees"}),
     "engine": frozenset({"analysis", "bundled", "sandbox", "trees"}),
     "service": frozenset({"config", "github", "store"}),
@@ -120,9 +121,22 @@ BELOW: dict[str, frozenset[str]] = {
 }
 TOP_MODULES = {"__init__", "cli", "config", "logsetup"}  # at most five modules directly in app/
 
+# The rooms inside analysis/, layered the same way: the policy language and the values every step passes
+# (`core`) at the bottom; matrix sources, follow-ups and the verdict each on it alone; the starter of
+# `prtriage init` on top, since it detects sources and reads health.
+ANALYSIS_BELOW: dict[str, frozenset[str]] = {
+    "core": frozenset(),
+    "sources": frozenset({"core"}),
+    "followups": frozenset({"core"}),
+    "verdict": frozenset({"core"}),
+    "starter": frozenset({"core", "sources", "verdict"}),
+}
+
 
 def room(module: str) -> str:
     parts = module.split(".")
+    if parts[1:3] == ["sandbox", "harness"]:
+        return "harness"  # a program of its own at the bottom: the sandbox mounts it; its globs are shared
     return parts[1] if len(parts) > 1 else "app"
 
 
@@ -131,6 +145,20 @@ def room_violations(graph: Mapping[str, set[str]], below: Mapping[str, frozenset
     return sorted(f"{module} ({room(module)}) imports {imported} ({room(imported)})"
                   for module, imports in graph.items() for imported in imports
                   if room(imported) not in {room(module), "app", *below[room(module)]})
+
+
+def analysis_room(module: str) -> str:
+    """The room of analysis/ a module of it lives in (`app.analysis.sources.matrix` -> `sources`)."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 else ""
+
+
+def analysis_room_violations(graph: Mapping[str, set[str]], below: Mapping[str, frozenset[str]]) -> list[str]:
+    """Every import between analysis/'s rooms that is not in the room itself nor below it."""
+    return sorted(f"{module} imports {imported}"
+                  for module, imports in graph.items() if room(module) == "analysis"
+                  for imported in imports if room(imported) == "analysis"
+                  and analysis_room(imported) not in {analysis_room(module), *below[analysis_room(module)]})
 
 
 def _violations(where: str, forbidden: tuple[str, ...]) -> list[str]:
@@ -193,3 +221,25 @@ def test_the_rules_see_a_cycle_and_a_bad_import() -> None:
     graph = {"app.store.repos": {"app.triage.pipeline"}, "app.triage.pipeline": {"app.store.repos"}}
     assert cycles(graph) == [["app.store.repos", "app.triage.pipeline"]]
     assert room_violations(graph, BELOW) == ["app.store.repos (store) imports app.triage.pipeline (triage)"]
+
+
+def test_analysis_holds_only_its_rooms_each_with_its_rule() -> None:
+    assert {path.name for path in (APP / "analysis").glob("*.py")} == {"__init__.py"}
+    assert (APP / "analysis" / "__init__.py").read_text() == ""
+    rooms = {analysis_room(module) for module in MODULES
+             if room(module) == "analysis" and module != "app.analysis"}
+    assert rooms == set(ANALYSIS_BELOW)
+
+
+def test_each_analysis_room_imports_only_the_rooms_below_it() -> None:
+    assert analysis_room_violations(import_graph(MODULES), ANALYSIS_BELOW) == []
+
+
+def test_the_analysis_rooms_are_layers() -> None:
+    assert cycles({name: set(allowed) for name, allowed in ANALYSIS_BELOW.items()}) == []
+
+
+def test_the_analysis_rules_see_a_bad_import() -> None:
+    graph = {"app.analysis.core.policy": {"app.analysis.sources.matrix"}}
+    assert analysis_room_violations(graph, ANALYSIS_BELOW) == [
+        "app.analysis.core.policy imports app.analysis.sources.matrix"]

@@ -1,18 +1,16 @@
-"""analysis.matrix: launches -> suites, script reports -> Matrix, and the capture cache's matching rules."""
+"""analysis.sources (recorded, matrix): launches -> suites, script reports -> Matrix, and the capture
+cache's matching rules."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from app.analysis.matrix import (
-    ScriptReport,
-    build_matrix,
-    runtime_env_vars,
-    suites_from_launches,
-)
-from app.analysis.model import CaptureFailure, Matrix, Suite
-from app.analysis.policy import Policy, RecordLaunches, parse_policy
+from app.analysis.core.model import CaptureFailure, Matrix, Suite
+from app.analysis.core.policy import Policy, RecordLaunches, parse_policy
+from app.analysis.sources.matrix import build_matrix
+from app.analysis.sources.recorded import runtime_env_vars, suites_from_launches
+from app.analysis.sources.source_kind import ScriptReport
 
 SCRIPT = "tests/e2e/test_qwen.py"
 RUNTIME_ENV = json.dumps({"env_vars": {"PYTHONPATH": "/root/Megatron-LM", "MILES_EXPERIMENTAL_X": "1"}})

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from app.analysis.health import assess
-from app.analysis.model import CaptureFailure, Finding, Matrix, Outcome, Suite, SuiteResult
-from app.analysis.render import MARKDOWN_LIMIT, render, render_markdown, render_text, report_json
-from app.analysis.report import CheckReport, Timing
+from app.analysis.core.model import CaptureFailure, Finding, Matrix, Outcome, Suite, SuiteResult
+from app.analysis.verdict.health import assess
+from app.analysis.verdict.render import MARKDOWN_LIMIT, render, render_markdown, render_text, report_json
+from app.analysis.verdict.report import CheckReport, Timing
 
 SUITES = tuple(Suite(id=f"tests/e2e/test_lora.py#{i}", script="tests/e2e/test_lora.py",
                      argv=("--colocate", f"--seed={i}")) for i in range(3))

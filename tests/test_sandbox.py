@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from app.analysis.policy import Limits
+from app.analysis.core.policy import Limits
 from app.sandbox.runner import (
     REAPER,
     SandboxRun,

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from app.analysis.policy import Limits
+from app.analysis.core.policy import Limits
 from app.sandbox.bwrap import LAUNCH_ENV
 from app.sandbox.runner import SandboxRun, SandboxSpec, run_harness, sandbox_problem
 
@@ -167,7 +167,7 @@ def test_grandchild_that_ignores_sigterm_does_not_outlive_the_run(repo: Path, pr
 CALLER = """
 import sys
 from pathlib import Path
-from app.analysis.policy import Limits
+from app.analysis.core.policy import Limits
 from app.sandbox.runner import SandboxSpec, run_harness
 
 repo, program, marker = sys.argv[1:]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from app.analysis.policy import Limits
+from app.analysis.core.policy import Limits
 from app.sandbox import memory
 from app.sandbox.runner import SandboxSpec, run_harness, sandbox_problem
 

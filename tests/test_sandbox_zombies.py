@@ -19,7 +19,7 @@ RUNS = 5
 CALLER = """
 import ctypes, os, sys
 from pathlib import Path
-from app.analysis.policy import Limits
+from app.analysis.core.policy import Limits
 from app.sandbox.runner import SandboxSpec, run_harness
 
 PR_SET_CHILD_SUBREAPER = 36

@@ -20,7 +20,7 @@ from twin.expected import (
     expected_suites,
 )
 
-from app.analysis.policy import load_policy, path_matches
+from app.analysis.core.policy import load_policy, path_matches
 
 
 def host_file(path: str) -> Any:

@@ -7,8 +7,7 @@ from typing import Any
 
 import yaml
 
-from app.analysis.diff import TreeDiff, diff_trees
-from app.analysis.model import (
+from app.analysis.core.model import (
     CaptureFailure,
     Event,
     Finding,
@@ -18,8 +17,9 @@ from app.analysis.model import (
     Suite,
     SuiteResult,
 )
-from app.analysis.policy import Policy, parse_policy
-from app.analysis.verdict import verdict
+from app.analysis.core.policy import Policy, parse_policy
+from app.analysis.verdict.diff import TreeDiff, diff_trees
+from app.analysis.verdict.verdict import verdict
 
 ARGS = "pkg/arguments.py"
 BASE_SOURCE = "".join(f"line {n}\n" for n in range(1, 21))

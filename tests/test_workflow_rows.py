@@ -14,17 +14,18 @@ from typing import Any
 
 import pytest
 
-from app.analysis.policy import Policy, WorkflowRows, builtin_policy, load_policy
-from app.analysis.workflow_rows import (
+from app.analysis.core.policy import Policy, WorkflowRows, builtin_policy, load_policy
+from app.analysis.sources.workflow_rows import (
     MAX_WORKFLOW_BYTES,
     WorkflowError,
     evaluate,
     expand_matrix,
+    list_rows,
     render,
     rows_from_workflow,
     script_path,
 )
-from app.engine.matrix_capture import capture_matrix, list_rows
+from app.engine.matrix_capture import HostTree, capture_matrix
 
 POLICIES = Path(__file__).resolve().parents[1] / "policies"
 
@@ -272,7 +273,7 @@ def test_rows_repeated_by_another_job_are_one_item_with_unique_ids(tmp_path: Pat
     repo = write_tree(tmp_path / "repo", SLIME_SHAPED)
     source = slime_shaped_policy().matrix.sources[0]
     assert isinstance(source, WorkflowRows)
-    items, disabled = list_rows(repo, source)
+    items, disabled = list_rows(source, HostTree(repo))
     assert [item["id"] for item in items] == [
         "tests/test_qwen_short.py", "tests/test_qwen_moe.py",
         "tests/test_ckpt.py --save-optimizer gpu --async-save", "tests/test_ckpt.py --save-optimizer cpu",

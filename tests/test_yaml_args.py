@@ -17,12 +17,12 @@ from harness_twin import job, results, run_sandboxed
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.analysis import yaml_plain
-from app.analysis.model import Outcome
-from app.analysis.policy import YamlArgs, builtin_policy, load_policy, parse_policy
-from app.analysis.recipes import list_cases, recipe_rows
-from app.analysis.yaml_args import _xargs_trim, envsubst, flatten_file, flatten_map
-from app.analysis.yaml_plain import YamlError, compose_plain
+from app.analysis.core.model import Outcome
+from app.analysis.core.policy import YamlArgs, builtin_policy, load_policy, parse_policy
+from app.analysis.sources import yaml_plain
+from app.analysis.sources.recipes import list_cases, recipe_rows
+from app.analysis.sources.yaml_args import _xargs_trim, envsubst, flatten_file, flatten_map
+from app.analysis.sources.yaml_plain import YamlError, compose_plain
 from app.engine.check_steps import run_check
 
 SOURCE = YamlArgs.model_validate({"kind": "yaml_args", "map": "MODEL_ARGS", "env_map": "ENV_VARS"})

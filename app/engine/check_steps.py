@@ -8,14 +8,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.analysis.diff import TreeDiff, diff_trees
-from app.analysis.health import Health, assess
-from app.analysis.model import Matrix, Suite, SuiteResult
-from app.analysis.policy import Policy, RecordLaunches, parse_policy
-from app.analysis.report import CheckReport, Timing
-from app.analysis.starter import detect, refine, render
-from app.analysis.starter_tree import Starter
-from app.analysis.verdict import verdict
+from app.analysis.core.model import Matrix, Suite, SuiteResult
+from app.analysis.core.policy import Policy, RecordLaunches, parse_policy
+from app.analysis.starter.starter import detect, refine, render
+from app.analysis.starter.starter_tree import Starter
+from app.analysis.verdict.diff import TreeDiff, diff_trees
+from app.analysis.verdict.health import Health, assess
+from app.analysis.verdict.report import CheckReport, Timing
+from app.analysis.verdict.verdict import verdict
 from app.engine import validation_cache
 from app.engine.environments import EnvironmentProblem, prepare
 from app.engine.matrix_capture import capture_matrix

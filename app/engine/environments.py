@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.analysis.policy import Harness, RequirementsFile, check_requirement
+from app.analysis.core.policy import Harness, RequirementsFile, check_requirement
 from app.sandbox.interpreter import Interpreter
 from app.trees.cachedir import cached_entry, disk_usage, use
 

@@ -15,24 +15,15 @@ import json
 import logging
 import os
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from app.analysis.matrix import ScriptReport, build_matrix
-from app.analysis.model import Matrix
-from app.analysis.policy import (
-    Policy,
-    PythonDefinitions,
-    RecordLaunches,
-    WorkflowRows,
-    WorkflowSteps,
-    YamlArgs,
-    path_matches,
-)
-from app.analysis.recipes import CaseListing, list_cases
-from app.analysis.workflow_rows import MAX_WORKFLOW_BYTES, WorkflowError, WorkflowRow, rows_from_workflow
-from app.analysis.workflow_steps import list_steps
+from app.analysis.core.model import Matrix
+from app.analysis.core.policy import Policy
+from app.analysis.sources.matrix import build_matrix
+from app.analysis.sources.registry import kind_of
+from app.analysis.sources.source_kind import CaptureItem, Listing, ScriptReport
 from app.bundled import package_file
 from app.engine.environments import prepare
 from app.sandbox.interpreter import Interpreter
@@ -46,11 +37,9 @@ HARNESS_DIR = package_file("app.sandbox", "harness")
 # What decides a capture besides the repository: a new harness must not reuse an old harness's matrix.
 CAPTURE_HARNESS_FILES = ("capture.py", "common.py", "definitions.py", "fsfakes.py", "stubs.py",
                          "intercept.py", "intercept_shell.py", "intercept_net.py", "vclock.py", "vpaths.py",
-                         "recbash.sh")
+                         "globs.py", "recbash.sh")
 SKIPPED_DIRS = frozenset({".git", "__pycache__"})
 MAX_CACHE_ENTRIES = 64  # per policy; the least recently used go first
-# What the capture harness runs: `id` names its report; a workflow row adds `args` and `env`.
-CaptureItem = dict[str, Any]
 
 
 def capture_matrix(tree: Path, policy: Policy, *, cache_dir: Path | None, allow_unsandboxed: bool = False,
@@ -61,22 +50,14 @@ def capture_matrix(tree: Path, policy: Policy, *, cache_dir: Path | None, allow_
     INTERPRETER is the analysis environment the sandbox runs (default: the one the policy declares); its
     digest is part of the cache key, so a matrix captured with other packages is never reused."""
     environment = interpreter or prepare(policy.harness, tree, cache_dir)
+    host_tree = HostTree(tree)
+    listings: dict[int, Listing] = {}
     scripts: dict[int, list[CaptureItem]] = {}
-    disabled: dict[int, list[ScriptReport]] = {}
     for index, source in enumerate(policy.matrix.sources):
-        if isinstance(source, RecordLaunches):
-            scripts[index] = [{"id": path, "script": path} for path in list_scripts(tree, source)]
-        elif isinstance(source, WorkflowRows):
-            scripts[index], off = list_rows(tree, source)
-            disabled[index] = [ScriptReport(label, "disabled") for label in off]
-        elif isinstance(source, PythonDefinitions):
-            scripts[index] = [{"id": target, "script": target} for target in source.functions]
-        elif isinstance(source, WorkflowSteps):
-            read = functools.partial(_read_workflow, tree)
-            scripts[index], off = list_steps(_tree_files(tree), read, source)
-            disabled[index] = [ScriptReport(label, "disabled") for label in off]
-    listings = {index: list_yaml_cases(tree, source) for index, source in enumerate(policy.matrix.sources)
-                if isinstance(source, YamlArgs)}
+        kind = kind_of(source)
+        listings[index] = kind.list_items(source, host_tree, f"matrix.sources[{index}]")
+        if kind.recorded is not None:
+            scripts[index] = list(listings[index].items)
     listed = [f"{index}:{item['id']}" for index, items in sorted(scripts.items()) for item in items]
     cache = MatrixCache(cache_dir / "matrix" / repository_key(repository) / capture_key(policy, environment),
                         tree_digest(fingerprints(tree))) if cache_dir and listed else None  # else: no sandbox
@@ -84,7 +65,7 @@ def capture_matrix(tree: Path, policy: Policy, *, cache_dir: Path | None, allow_
         cached = cache.lookup(listed)
         if cached is not None:
             return cached, True
-    reports: dict[int, list[ScriptReport]] = {index: list(off) for index, off in disabled.items()}
+    reports: dict[int, list[ScriptReport]] = {}
     complete, repo_mount = True, ""
     for index, items in scripts.items():
         if items:
@@ -106,62 +87,23 @@ def repository_key(repository: str | None) -> str:
     return hashlib.sha256(repository.encode()).hexdigest()[:16]
 
 
-def list_scripts(tree: Path, source: RecordLaunches) -> list[str]:
-    """The repo-relative CI scripts a source names (its globs minus `exclude`), sorted."""
-    return sorted(path for path in _tree_files(tree)
-                  if any(path_matches(path, g) for g in source.scripts)
-                  and not any(path_matches(path, g) for g in source.exclude))
+class HostTree:
+    """A revision's tree as the sources read it on the host (`SourceTree`): its files listed once."""
 
+    def __init__(self, tree: Path) -> None:
+        self.tree = tree
+        self._paths: list[str] | None = None
 
-def list_yaml_cases(tree: Path, source: YamlArgs) -> CaseListing:
-    """A yaml_args source's cases, read on the host (the files are data: nothing of them runs)."""
-    listing = list_cases(source, list(_tree_files(tree)),
-                         lambda path: (tree / path).read_text(encoding="utf-8", errors="replace"))
-    for note in listing.notes:
-        log.warning("yaml args: %s", note)
-    return listing
+    def paths(self) -> list[str]:
+        if self._paths is None:
+            self._paths = list(_tree_files(self.tree))
+        return self._paths
 
+    def size(self, path: str) -> int:
+        return (self.tree / path).stat().st_size
 
-def list_rows(tree: Path, source: WorkflowRows) -> tuple[list[CaptureItem], list[str]]:
-    """The capture items of a workflow_rows source (rows alike in script, args and env once), and the
-    labels of jobs whose `if:` is literally false."""
-    rows: dict[tuple[Any, ...], WorkflowRow] = {}
-    disabled: list[str] = []
-    for path in sorted(p for p in _tree_files(tree) if any(path_matches(p, g) for g in source.workflows)):
-        try:
-            listing = rows_from_workflow(_read_workflow(tree, path), path, source)
-        except (OSError, WorkflowError) as exc:
-            log.warning("workflow rows: %s", exc)
-            continue
-        for note in listing.notes:
-            log.info("workflow rows: %s", note)
-        disabled += listing.disabled
-        for row in listing.rows:
-            rows.setdefault(row.key(), row)  # the same row in several jobs is one CI command line
-    return _labelled(rows.values()), disabled
-
-
-def _read_workflow(tree: Path, path: str) -> str:
-    if (tree / path).stat().st_size > MAX_WORKFLOW_BYTES:
-        raise WorkflowError(f"{path}: larger than {MAX_WORKFLOW_BYTES} bytes")
-    return (tree / path).read_text(encoding="utf-8", errors="replace")
-
-
-def _labelled(rows: Iterable[WorkflowRow]) -> list[CaptureItem]:
-    """Items with unique ids: the script and its words, then the job, then a number."""
-    items: list[CaptureItem] = []
-    taken: set[str] = set()
-    for row in rows:
-        label = " ".join((row.script, *row.args))
-        if label in taken:
-            label = f"{label} ({row.job})"
-        base, count = label, 1
-        while label in taken:
-            count += 1
-            label = f"{base}#{count}"
-        taken.add(label)
-        items.append({"id": label, "script": row.script, "args": list(row.args), "env": dict(row.env)})
-    return items
+    def read(self, path: str) -> str:
+        return (self.tree / path).read_text(encoding="utf-8", errors="replace")
 
 
 def _tree_files(tree: Path) -> Iterator[str]:

@@ -12,9 +12,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from app.analysis.diff import TreeDiff
-from app.analysis.model import Outcome, Suite, SuiteResult
-from app.analysis.policy import Policy, path_matches
+from app.analysis.core.model import Outcome, Suite, SuiteResult
+from app.analysis.core.policy import Policy, path_matches
+from app.analysis.verdict.diff import TreeDiff
 from app.engine.environments import prepare
 from app.sandbox.interpreter import Interpreter
 from app.sandbox.messages import OnProgress, progress_relay, stopped_reason

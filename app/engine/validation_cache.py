@@ -23,8 +23,8 @@ import os
 import tempfile
 from pathlib import Path
 
-from app.analysis.model import Suite, SuiteResult
-from app.analysis.policy import Policy
+from app.analysis.core.model import Suite, SuiteResult
+from app.analysis.core.policy import Policy
 from app.sandbox.interpreter import Interpreter
 from app.trees.treehash import fingerprints, tree_digest
 

@@ -19,8 +19,8 @@ import time
 from collections.abc import Callable, Iterable
 from urllib.parse import urlsplit
 
-from app.analysis.followup_findings import Resolution
-from app.analysis.followups import PRIORITY, TextReference
+from app.analysis.followups.followup_findings import Resolution
+from app.analysis.followups.followups import PRIORITY, TextReference
 from app.github.client import GitHubClient
 from app.github.errors import GitHubError, NotFound, RateLimited
 from app.github.github_models import IssueInfo, PullInfo

@@ -26,7 +26,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from starlette.types import ASGIApp
 
 from app import dashboard
-from app.analysis.explain import describe
+from app.analysis.core.explain import describe
 from app.config import ConfigError, Settings, StartupError
 from app.github import GitHubApp
 from app.github.manifest import web_url

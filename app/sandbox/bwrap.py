@@ -8,7 +8,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from app.analysis.policy import Limits
+from app.analysis.core.policy import Limits
 from app.sandbox.limits import MIB
 from app.sandbox.view import REPO, View
 

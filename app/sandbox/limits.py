@@ -7,7 +7,7 @@ import resource
 import signal
 from collections.abc import Callable
 
-from app.analysis.policy import Limits
+from app.analysis.core.policy import Limits
 
 MIB = 1024 * 1024
 # RLIMIT_CPU counts CPU seconds per process; the wall clock stops a run first, this catches what outlives it.

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.analysis.policy import Limits
+from app.analysis.core.policy import Limits
 from app.bundled import package_file
 from app.sandbox.bwrap import (
     BWRAP_ENV,

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.analysis.policy import Limits
+from app.analysis.core.policy import Limits
 from app.sandbox.limits import MIB
 
 STDERR_TAIL_BYTES = 4096

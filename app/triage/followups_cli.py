@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.analysis.diffrefs import added_lines, diff_texts
-from app.analysis.followup_findings import Resolution, followup_findings
-from app.analysis.followups import TextReference, find_references
-from app.analysis.model import Finding
-from app.analysis.policy import Policy, builtin_policy, load_policy, parse_policy
-from app.analysis.references import Text
-from app.analysis.workflow_commands import annotation, append_step_summary, command, escape_data
+from app.analysis.core.model import Finding
+from app.analysis.core.policy import Policy, builtin_policy, load_policy, parse_policy
+from app.analysis.followups.diffrefs import added_lines, diff_texts
+from app.analysis.followups.followup_findings import Resolution, followup_findings
+from app.analysis.followups.followups import TextReference, find_references
+from app.analysis.followups.references import Text
+from app.analysis.verdict.workflow_commands import annotation, append_step_summary, command, escape_data
 from app.config import UsageError
 from app.github.client import TokenClient
 from app.github.errors import GitHubError

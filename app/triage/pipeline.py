@@ -19,10 +19,10 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from app.analysis.model import Finding
-from app.analysis.policy import Policy, PolicyError, builtin_policy, load_policy, parse_policy
-from app.analysis.render import report_json
-from app.analysis.report import CheckReport
+from app.analysis.core.model import Finding
+from app.analysis.core.policy import Policy, PolicyError, builtin_policy, load_policy, parse_policy
+from app.analysis.verdict.render import report_json
+from app.analysis.verdict.report import CheckReport
 from app.engine.check_steps import AnalysisError, Progress, run_check
 from app.github import (
     Annotation,

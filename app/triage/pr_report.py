@@ -13,9 +13,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from app.analysis.model import Finding
-from app.analysis.render import health_line, health_markdown
-from app.analysis.report import CheckReport, Revision
+from app.analysis.core.model import Finding
+from app.analysis.verdict.render import health_line, health_markdown
+from app.analysis.verdict.report import CheckReport, Revision
 
 COMMENT_MARKER = "<!-- prtriage:sticky -->"
 COMMENT_LIMIT = 65_536  # GitHub refuses a longer comment body

@@ -9,11 +9,11 @@ from collections.abc import Iterable, Sequence
 
 from sqlalchemy.orm import Session
 
-from app.analysis.followup_findings import followup_findings, trim
-from app.analysis.followups import TextReference
-from app.analysis.model import Finding
-from app.analysis.policy import Policy
-from app.analysis.report import CheckReport
+from app.analysis.core.model import Finding
+from app.analysis.core.policy import Policy
+from app.analysis.followups.followup_findings import followup_findings, trim
+from app.analysis.followups.followups import TextReference
+from app.analysis.verdict.report import CheckReport
 from app.github.client import GitHubClient
 from app.github.github_models import PullInfo
 from app.github.reference_states import ResolutionCache, resolve_references

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.orm import Session
 
-from app.analysis.followup_findings import Resolution
+from app.analysis.followups.followup_findings import Resolution
 from app.github.client import GitHubClient
 from app.github.errors import GitHubError
 from app.github.reference_states import ResolutionCache, resolve_reference

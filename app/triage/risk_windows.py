@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.orm import Session
 
-from app.analysis.diffrefs import diff_texts, patch_lines
-from app.analysis.followup_findings import Resolution, awaited, risk_sentence, trim
-from app.analysis.followups import TextReference, find_references
-from app.analysis.references import Text, pull_texts, target_of
+from app.analysis.followups.diffrefs import diff_texts, patch_lines
+from app.analysis.followups.followup_findings import Resolution, awaited, risk_sentence, trim
+from app.analysis.followups.followups import TextReference, find_references
+from app.analysis.followups.references import Text, pull_texts, target_of
 from app.github.client import GitHubClient
 from app.github.github_models import ChangedFile, PullInfo
 from app.github.reference_states import (

@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from app.analysis.policy import load_policy
+from app.analysis.core.policy import load_policy
 from benchmarks.twin.support import HEAVY_IMPORTS, MODELS
 
 if TYPE_CHECKING:

@@ -8,10 +8,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from app.analysis.followup_findings import Resolution, followup_findings
-from app.analysis.followups import find_references
-from app.analysis.policy import Followups
-from app.analysis.references import Text, pull_texts
+from app.analysis.core.policy import Followups
+from app.analysis.followups.followup_findings import Resolution, followup_findings
+from app.analysis.followups.followups import find_references
+from app.analysis.followups.references import Text, pull_texts
 from app.demo.localgithub import AppKey, FakeGitHub
 from app.github import GitHubApp, GitHubClient, GitHubError, RetryPolicy
 from app.github.reference_states import (

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.analysis.policy import builtin_policy, load_policy
-from app.analysis.report import CheckReport
+from app.analysis.core.policy import builtin_policy, load_policy
+from app.analysis.verdict.report import CheckReport
 from app.demo.localgithub import FakeGitHub
 from app.github.reference_states import ResolutionCache
 from app.service.services import Services

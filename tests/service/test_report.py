@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from app.analysis.health import assess
-from app.analysis.model import Finding, Matrix, Outcome, Suite, SuiteResult
-from app.analysis.report import CheckReport
+from app.analysis.core.model import Finding, Matrix, Outcome, Suite, SuiteResult
+from app.analysis.verdict.health import assess
+from app.analysis.verdict.report import CheckReport
 from app.triage.pr_report import (
     COMMENT_LIMIT,
     COMMENT_MARKER,

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.orm import Session
 
-from app.analysis.model import Finding
+from app.analysis.core.model import Finding
 from app.store.models import TriageRun
 from app.store.queries import finish_run, list_runs, run_with_suites, start_run
 

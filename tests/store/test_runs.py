@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from app.analysis.model import Finding, Outcome, Suite
+from app.analysis.core.model import Finding, Outcome, Suite
 from app.store.models import TriageRun
 from app.store.queries import (
     acknowledge_findings,

@@ -43,7 +43,7 @@ else:
     import vclock
 
 HARNESS_DIR = os.path.dirname(os.path.abspath(__file__))
-HARNESS_MODULES = ("common", "definitions", "fsfakes", "vpaths", "intercept", "intercept_net",
+HARNESS_MODULES = ("common", "definitions", "fsfakes", "globs", "vpaths", "intercept", "intercept_net",
                    "intercept_shell", "stubs", "vclock")
 SOFT_LIMIT_SHARE = 0.8  # of suite_seconds: the child stops itself first and still reports what it saw
 MAX_SHELL_SECONDS = 20.0

@@ -47,7 +47,7 @@ else:
 
 HARNESS_MODULES = ("bytecache", "common", "entryscript", "envprobe", "fsfakes", "hugepages", "hydra_entry",
                    "leader", "linewatch", "memo", "record", "sourcememo", "stubs", "suiterun", "tolerant",
-                   "vpaths")
+                   "vpaths", "globs")
 
 
 class Job:

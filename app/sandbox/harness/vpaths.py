@@ -16,7 +16,12 @@ import os
 import posixpath
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from app.sandbox.harness.globs import glob_regex
+else:
+    from globs import glob_regex
 
 FILE_SUFFIX = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,11}$")  # `.txt`, `.safetensors`; not `Qwen3-0.6B`
 
@@ -28,37 +33,6 @@ class Node:
     kind: str  # "file" | "dir"
     text: str = ""
     children: tuple[str, ...] = ()
-
-
-def glob_regex(pattern: str) -> re.Pattern[str]:
-    """A path glob: `*` and `?` stay within one path segment, `**/` spans directories (also none).
-
-    The policy's own globs mean the same (`app/analysis/policy.py`); the harness imports nothing of app,
-    so a test keeps the two translations equal.
-    """
-    out, i = [], 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:[^/]*/)*")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        elif pattern[i] == "[" and "]" in pattern[i + 2:]:
-            end = pattern.index("]", i + 2)
-            body = pattern[i + 1:end]
-            out.append("[" + ("^" + body[1:] if body.startswith("!") else body).replace("\\", "\\\\") + "]")
-            i = end + 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    return re.compile("".join(out) + r"\Z")
 
 
 class VirtualPaths:

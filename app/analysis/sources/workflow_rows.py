@@ -10,16 +10,24 @@ process.
 
 from __future__ import annotations
 
+import copy
+import functools
 import itertools
 import json
+import logging
 import re
-from collections.abc import Iterator, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path, PurePosixPath
+from typing import Any, Protocol, TypeVar
 
 import yaml
 
-from app.analysis.policy import WorkflowRows
+from app.analysis.core.policy import WorkflowRows, path_matches
+from app.analysis.core.tree_reading import read_text
+from app.analysis.sources.recorded import from_launches
+from app.analysis.sources.source_kind import CaptureItem, Listing, SourceKind, SourceTree
 
 MAX_WORKFLOW_BYTES = 1_000_000
 MAX_ROWS_PER_JOB = 256  # GitHub's own limit of jobs one matrix may generate
@@ -29,6 +37,7 @@ _EXPRESSION = re.compile(r"\$\{\{(.*?)\}\}", re.S)
 _OPERAND = re.compile(r"""\s*(?:'((?:[^']|'')*)'|(matrix(?:\.[A-Za-z_][\w-]*)+)|(-?\d+(?:\.\d+)?)"""
                       r"""|(true|false|null))\s*\Z""")
 _UNKNOWN = object()  # an operand this evaluator does not compute
+log = logging.getLogger(__name__)
 
 
 class WorkflowError(Exception):
@@ -300,3 +309,136 @@ def _text(value: Any) -> str:
     if isinstance(value, (dict, list)):
         return json.dumps(value)
     return str(value)
+
+
+def read_workflow(tree: SourceTree, path: str) -> str:
+    """A workflow file's text, refused beyond MAX_WORKFLOW_BYTES (raises OSError or WorkflowError)."""
+    if tree.size(path) > MAX_WORKFLOW_BYTES:
+        raise WorkflowError(f"{path}: larger than {MAX_WORKFLOW_BYTES} bytes")
+    return tree.read(path)
+
+
+class _WorkflowListing(Protocol):
+    @property
+    def disabled(self) -> list[str]: ...
+
+    @property
+    def notes(self) -> list[str]: ...
+
+
+Listed = TypeVar("Listed", bound=_WorkflowListing)
+
+
+def each_workflow(globs: list[str], paths: Iterable[str], read: Callable[[str], str], what: str,
+                  parse: Callable[[str, str], Listed]) -> Iterator[Listed]:
+    """What `parse` lists of each workflow file the globs name among `paths`, in path order; a file that
+    cannot be read or parsed is logged and left out (`read` raises OSError or WorkflowError)."""
+    for path in sorted(p for p in paths if any(path_matches(p, g) for g in globs)):
+        try:
+            listing = parse(read(path), path)
+        except (OSError, WorkflowError) as exc:
+            log.warning("%s: %s", what, exc)
+            continue
+        for note in listing.notes:
+            log.info("%s: %s", what, note)
+        yield listing
+
+
+def list_rows(source: WorkflowRows, tree: SourceTree) -> tuple[list[CaptureItem], list[str]]:
+    """The capture items of a workflow_rows source (rows alike in script, args and env once), and the
+    labels of jobs whose `if:` is literally false."""
+    rows: dict[tuple[Any, ...], WorkflowRow] = {}
+    disabled: list[str] = []
+    read = functools.partial(read_workflow, tree)
+    for listing in each_workflow(source.workflows, tree.paths(), read, "workflow rows",
+                                 lambda text, path: rows_from_workflow(text, path, source)):
+        disabled += listing.disabled
+        for row in listing.rows:
+            rows.setdefault(row.key(), row)  # the same row in several jobs is one CI command line
+    return _labelled(rows.values()), disabled
+
+
+def _labelled(rows: Iterable[WorkflowRow]) -> list[CaptureItem]:
+    """Items with unique ids: the script and its words, then the job, then a number."""
+    items: list[CaptureItem] = []
+    taken: set[str] = set()
+    for row in rows:
+        label = " ".join((row.script, *row.args))
+        if label in taken:
+            label = f"{label} ({row.job})"
+        base, count = label, 1
+        while label in taken:
+            count += 1
+            label = f"{base}#{count}"
+        taken.add(label)
+        items.append({"id": label, "script": row.script, "args": list(row.args), "env": dict(row.env)})
+    return items
+
+
+def list_items(source: WorkflowRows, tree: SourceTree, where: str) -> Listing:
+    items, disabled = list_rows(source, tree)
+    return Listing(items=tuple(items), disabled=tuple(disabled))
+
+
+def detect(root: Path, recording: dict[str, Any]) -> Iterator[tuple[dict[str, Any], str]]:
+    """`prtriage init`: workflows whose job matrices list rows with a field naming a Python script (the
+    source's keys, and why)."""
+    for workflow in sorted((root / ".github" / "workflows").glob("*.y*ml")):
+        try:
+            document = yaml.safe_load(read_text(workflow)) or {}
+        except yaml.YAMLError:
+            continue
+        fields = Counter(_script_fields(document.get("jobs") if isinstance(document, dict) else None))
+        if not fields:
+            continue
+        (matrix_key, script_field, args_field), rows = fields.most_common(1)[0]
+        script_dir = _script_dir(root, document, matrix_key, script_field)
+        source = {"kind": "workflow_rows", "workflows": [f".github/workflows/{workflow.name}"],
+                  "script": f"{matrix_key}.{script_field}", "script_dir": script_dir,
+                  "command": ["python", "{script}"], **copy.deepcopy(recording)}
+        if args_field:
+            source["args"] = f"{matrix_key}.{args_field}"
+        yield source, (f"{workflow.name}: {rows} matrix rows name a script in `{matrix_key}.{script_field}`; "
+                       "each row's script is run by the recording bash")
+
+
+def _matrices(jobs: Any) -> Iterator[dict[str, Any]]:
+    """The `strategy.matrix` maps of a workflow's jobs (one written as an expression is skipped)."""
+    for job in jobs.values() if isinstance(jobs, dict) else []:
+        strategy = job.get("strategy") if isinstance(job, dict) else None
+        matrix = strategy.get("matrix") if isinstance(strategy, dict) else None
+        if isinstance(matrix, dict):
+            yield matrix
+
+
+def _script_fields(jobs: Any) -> Iterator[tuple[str, str, str]]:
+    """(matrix key, script field, args field or "") of every row naming a Python script; the args field
+    is the one any row of that key writes (`test_args`), the rows without it pass none."""
+    for matrix in _matrices(jobs):
+        for key, rows in matrix.items():
+            rows = [row for row in rows if isinstance(row, dict)] if isinstance(rows, list) else []
+            args = next((k for row in rows for k in row if k.endswith("args")), "")
+            for row in rows:
+                script = next((k for k, v in row.items() if isinstance(v, str) and v.endswith(".py")), None)
+                if script:
+                    yield key, script, args
+
+
+def _script_dir(root: Path, document: dict[str, Any], matrix_key: str, script_field: str) -> str:
+    """Where the rows' scripts are: the directory of the tree that holds the first row's script."""
+    for matrix in _matrices(document.get("jobs")):
+        rows = matrix.get(matrix_key)
+        for row in rows if isinstance(rows, list) else []:
+            name = row.get(script_field) if isinstance(row, dict) else None
+            if not isinstance(name, str):
+                continue
+            if (root / name).is_file():
+                return ""
+            hits = sorted(p.relative_to(root) for p in root.glob(f"**/{PurePosixPath(name).name}"))
+            hits = [p for p in hits if not any(part.startswith(".") for part in p.parts)]
+            if hits:
+                return hits[0].parent.as_posix()
+    return ""
+
+
+KIND = SourceKind(WorkflowRows, list_items, from_launches, detect)

@@ -22,8 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from app.analysis.policy import MapEdit, YamlArgs
-from app.analysis.yaml_plain import MAX_FILE_BYTES, YamlError, compose_plain
+from app.analysis.core.policy import MapEdit, YamlArgs
+from app.analysis.sources.yaml_plain import MAX_FILE_BYTES, YamlError, compose_plain
 
 _VARIABLE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
 _TRUE = "true"

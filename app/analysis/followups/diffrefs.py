@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterable, Iterator
 from pathlib import PurePosixPath
 
-from app.analysis.references import Text
+from app.analysis.followups.references import Text
 
 MAX_FILES = 3000  # as many as GitHub lists for one PR
 MAX_ADDED_LINES = 50_000

@@ -35,8 +35,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from app.analysis.references import Mention, Source, Text, find_mentions, target_of
-from app.analysis.series import Position, place_of, title_position
+from app.analysis.followups.references import Mention, Source, Text, find_mentions, target_of
+from app.analysis.followups.series import Position, place_of, title_position
 
 ReferenceKind = Literal["prerequisite", "followup", "revert", "closes", "mention"]  # = the store's vocabulary
 PRIORITY: dict[ReferenceKind, int] = {"revert": 0, "prerequisite": 1, "followup": 2, "closes": 3,

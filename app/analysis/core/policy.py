@@ -9,16 +9,20 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import operator
 import re
+import typing
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic.fields import FieldInfo
 
-from app.analysis.explain import describe, location
-from app.analysis.model import Severity
+from app.analysis.core.explain import describe, location
+from app.analysis.core.model import Severity
 from app.bundled import bundled
+from app.sandbox.harness.globs import glob_regex as translate_glob
 
 POLICIES_DIR = bundled("policies")
 
@@ -325,10 +329,35 @@ class YamlArgs(_Strict):
 MatrixSource = Annotated[RecordLaunches | WorkflowRows | StaticSuites | PythonDefinitions | WorkflowSteps
                          | YamlArgs,
                          Field(discriminator="kind")]
+# The policy keys of each kind of matrix source by its name: the kinds above, and those a module of
+# app/analysis/sources/ registers (`registry.register`), which `add_source_keys` adds to the policy language.
+SOURCE_KEYS: dict[str, type[BaseModel]] = {
+    str(typing.get_args(keys.model_fields["kind"].annotation)[0]): keys
+    for keys in typing.get_args(typing.get_args(MatrixSource)[0])}
 
 
 class Matrix(_Strict):
     sources: list[MatrixSource] = Field(description="Where suites come from; several kinds may be combined.")
+
+
+def add_source_keys(name: str, keys: type[BaseModel]) -> None:
+    """Lets policies name the source kind `name`, with `keys` (a model whose `kind` is the literal `name`)."""
+    SOURCE_KEYS[name] = keys
+    _rebuild_sources()
+
+
+def remove_source_keys(name: str) -> None:
+    SOURCE_KEYS.pop(name, None)
+    _rebuild_sources()
+
+
+def _rebuild_sources() -> None:
+    kinds = functools.reduce(operator.or_, SOURCE_KEYS.values())
+    annotation = list[Annotated[kinds, Field(discriminator="kind")]]  # type: ignore[valid-type]
+    Matrix.model_fields["sources"] = FieldInfo.merge_field_infos(Matrix.model_fields["sources"],
+                                                                 annotation=annotation)
+    Matrix.model_rebuild(force=True)
+    Policy.model_rebuild(force=True)
 
 
 class HydraCheck(_Strict):
@@ -439,35 +468,8 @@ def path_matches(path: str, pattern: str) -> bool:
 
 @functools.lru_cache(maxsize=512)
 def glob_regex(pattern: str) -> re.Pattern[str]:
-    """A path glob as a regex: `*`, `?` and `[...]` match within one path segment, `**/` any directories
-    (also none), a trailing `**` anything below.
-
-    The sandbox harness holds the same translation (`harness/vpaths.py`: it imports nothing of app); a test
-    keeps the two equal.
-    """
-    out, i = [], 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:[^/]*/)*")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        elif pattern[i] == "[" and "]" in pattern[i + 2:]:
-            end = pattern.index("]", i + 2)
-            body = pattern[i + 1:end]
-            out.append("[" + ("^" + body[1:] if body.startswith("!") else body).replace("\\", "\\\\") + "]")
-            i = end + 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    return re.compile("".join(out) + r"\Z")
+    """A path glob as a regex (`app/sandbox/harness/globs.py`, which the sandbox harness imports too)."""
+    return translate_glob(pattern)
 
 
 def parse_policy(text: str, source: str) -> Policy:

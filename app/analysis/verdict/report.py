@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from app.analysis.health import Health
-from app.analysis.model import Finding, Matrix, Outcome, SuiteResult
+from app.analysis.core.model import Finding, Matrix, Outcome, SuiteResult
+from app.analysis.verdict.health import Health
 
 EMPTY_MATRIX = Matrix(suites=(), scripts=0, captured=0)
 NOT_VALIDATED = Outcome("error", message="not validated")

@@ -1,26 +1,25 @@
-"""The tree as `prtriage init` reads it: its Python modules, parsed when asked, and the starter policy being
-built (shared by the detections of app/analysis/starter.py, starter_shapes.py and starter_hydra.py)."""
+"""The starter policy being built, and what `prtriage init` asks of a tree's modules beyond reading them
+(`core/tree_reading.py`): their imports, the packages installed here, the versions CI pins (shared by the
+detections of app/analysis/starter/starter.py, starter_shapes.py and starter_hydra.py)."""
 
 from __future__ import annotations
 
 import ast
 import copy
-import functools
 import importlib.metadata
 import importlib.util
 import re
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from app.analysis.core.tree_reading import Module, read_text
+
 # With torch real: importing it maps more than 4 GiB of address space, and takes tens of seconds on a
 # loaded host.
 TORCH_LIMITS = {"memory_mb": 8192, "suite_seconds": 120}
-MAX_FILE_BYTES = 2_000_000  # a generated or vendored file is not where a validator lives
-SKIP_DIRS = frozenset({".git", ".github", "docs", "doc", "third_party", "3rdparty", "node_modules", "build",
-                       "dist", ".venv", "venv", "__pycache__", "examples"})
 
 
 @dataclass
@@ -35,56 +34,8 @@ class Starter:
         return Starter(copy.deepcopy(self.policy), dict(self.why), [list(r) for r in self.rounds])
 
 
-@dataclass(frozen=True)
-class Module:
-    """One Python file of the tree; parsed when first asked (a tree holds thousands)."""
-
-    name: str  # dotted
-    path: str  # repo-relative
-    source: str
-
-    @functools.cached_property
-    def tree(self) -> ast.Module:
-        try:
-            return ast.parse(self.source)
-        except (SyntaxError, ValueError):
-            return ast.Module(body=[], type_ignores=[])
-
-    def functions(self) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
-        return {node.name: node for node in self.tree.body
-                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)}
-
-    def imported(self) -> Iterator[tuple[str, str]]:
-        """(module, name) of every `from module import name` anywhere in the file."""
-        for node in ast.walk(self.tree):
-            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                yield from ((node.module, alias.name) for alias in node.names)
-
-
-
 class NoValidator(Exception):
     """The tree has no command-line validator this detection knows."""
-
-
-
-def read_modules(root: Path, wanted: Callable[[str], bool]) -> dict[str, Module]:
-    found: dict[str, Module] = {}
-    for path in sorted(root.rglob("*.py")):
-        relative = path.relative_to(root)
-        if any(part in SKIP_DIRS or part.startswith(".") for part in relative.parts[:-1]):
-            continue
-        try:
-            if path.stat().st_size > MAX_FILE_BYTES or path.is_symlink():
-                continue
-            text = path.read_text(errors="replace")
-        except OSError:
-            continue
-        if not wanted(text):
-            continue
-        parts = relative.with_suffix("").parts
-        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-        found[name] = Module(name, relative.as_posix(), text)
-    return found
 
 
 def imported_modules(module: Module, modules: dict[str, Module]) -> list[Module]:
@@ -96,15 +47,6 @@ def imported_modules(module: Module, modules: dict[str, Module]) -> list[Module]
 
 def is_test(module: Module) -> bool:
     return module.path.startswith(("tests/", "test/")) or "/tests/" in module.path
-
-
-
-def read_text(path: Path) -> str:
-    try:
-        return path.read_text(errors="replace") if path.stat().st_size <= MAX_FILE_BYTES else ""
-    except OSError:
-        return ""
-
 
 
 def import_names(node: ast.AST) -> Iterable[str]:

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from app.analysis.model import CaptureFailure, Matrix, Outcome, SuiteResult
+from app.analysis.core.model import CaptureFailure, Matrix, Outcome, SuiteResult
 
 DEFAULT_MAX_BASE_FAILURES = 0.10
 NOT_VALIDATED = Outcome("error", message="not validated")

@@ -10,8 +10,7 @@ from collections.abc import Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from app.analysis.diff import TreeDiff
-from app.analysis.model import (
+from app.analysis.core.model import (
     SEVERITY_ORDER,
     Event,
     Finding,
@@ -21,7 +20,8 @@ from app.analysis.model import (
     Suite,
     SuiteResult,
 )
-from app.analysis.policy import Policy, path_matches
+from app.analysis.core.policy import Policy, path_matches
+from app.analysis.verdict.diff import TreeDiff
 
 MAX_MESSAGE = 1000
 UNRECOGNIZED = "unrecognized arguments:"

@@ -3,9 +3,10 @@
 Detection reads the tree, never runs it (the sandbox does that, in the doctor rounds of `refine`):
 - the validator: the module-level `parse_args` with the most `add_argument` calls, or a config class's
   `parse_args` built on tyro; the `*validate_args` functions that module defines or imports from the tree;
-- the CI sources: matrix rows of GitHub workflows naming Python scripts (`workflow_rows`), scripts that
-  register with CI through a `register_*` function of the tests (`record_launches`), test modules building
-  `...Definitions(...)` lists run by a runner script (`python_definitions`);
+- the CI sources, each detected by its kind's module in `app/analysis/sources/`: matrix rows of GitHub
+  workflows naming Python scripts (`workflow_rows`), scripts that register with CI through a `register_*`
+  function of the tests (`record_launches`), test modules building `...Definitions(...)` lists run by a
+  runner script (`python_definitions`);
 - what the harness needs: real packages the validation imports and this machine has, Megatron-LM's
   parser and defaults when the validation builds on Megatron without having it, an HF config stand-in when
   the validation reads one.
@@ -17,7 +18,6 @@ paths, the HF config's fixture. Heuristics all: the health report is the judge, 
 from __future__ import annotations
 
 import ast
-import copy
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -26,14 +26,13 @@ from typing import Any
 
 import yaml
 
-from app.analysis.doctor import ATTRIBUTE
-from app.analysis.health import Health
-from app.analysis.model import Outcome, Suite
-from app.analysis.starter_offline import offline_answer
-from app.analysis.starter_shapes import detect_shape
-from app.analysis.starter_tree import (
+from app.analysis.core.model import Outcome, Suite
+from app.analysis.core.tree_reading import Module, read_modules, read_text
+from app.analysis.sources.registry import KINDS
+from app.analysis.starter.starter_offline import offline_answer
+from app.analysis.starter.starter_shapes import detect_shape
+from app.analysis.starter.starter_tree import (
     REQUIREMENTS_WHY,
-    Module,
     NoValidator,
     Starter,
     import_names,
@@ -41,11 +40,11 @@ from app.analysis.starter_tree import (
     installed,
     is_test,
     pinned_version,
-    read_modules,
-    read_text,
     real_packages,
     requirements_for,
 )
+from app.analysis.verdict.doctor import ATTRIBUTE
+from app.analysis.verdict.health import Health
 
 MIN_OPTIONS = 10  # add_argument calls that make a module-level parse_args the command line's
 MEGATRON_ARGUMENTS = "megatron.training.arguments"
@@ -74,7 +73,6 @@ HF_CONFIG = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "num_
              "num_key_value_heads": 8, "hidden_size": 2048, "intermediate_size": 11008, "vocab_size": 151936,
              "max_position_embeddings": 32768, "rope_theta": 1000000.0, "tie_word_embeddings": True}
 LAUNCHERS = ["python", "python3", "torchrun", "ray"]
-RUNNER_TEMP = "/home/runner/_work/_temp"  # $RUNNER_TEMP on GitHub's hosted and self-hosted runners
 # Device facts the validation asks the GPU for: on CI's GPUs the answer is yes.
 DEVICE_CHECKS = ("has_cuda_capability",)
 # The machine's own directories, and the sandbox's mount of the tree (`/repo`): never a CI host's.
@@ -85,9 +83,6 @@ _ABSOLUTE = re.compile(r"(?<![\w.~:/-])(/[\w.+-]+(?:/[\w.+*-]+)*)")
 _MODEL_FLAG = re.compile(r"^--(?:hf|model|ref|critic|tokenizer)[-_]?(?:checkpoint|path|load|model)?", re.I)
 # A Hydra override naming a model directory (`actor_rollout_ref.model.path=/root/models/Qwen/Qwen2.5-0.5B`).
 _MODEL_OVERRIDE = re.compile(r"^\+{0,2}[\w.]*(?:model[._]path|model_name_or_path)=(/[^\s,]+)$")
-_SHELL_DEFAULT = re.compile(r"^\s*(\w+)=\$\{\1:-[\"']?([\w.-]+)[\"']?\}", re.M)
-_SHELL_FLAG = re.compile(r"(--[\w.-]+)\s+\"?\$\{?(\w+)\}?\"?")
-_ENV_FROM_ATTRIBUTE = re.compile(r"\b(\w+)=\{\w+\.(__module__|__name__)\}")
 
 
 def detect(root: Path) -> Starter:
@@ -233,9 +228,10 @@ def _entry_pattern(entry: str, paths: list[str]) -> str:
 
 
 def _sources(root: Path, recording: dict[str, Any]) -> Iterator[tuple[dict[str, Any], str]]:
-    yield from _workflow_rows(root, recording)
-    yield from _registered_scripts(root, recording)
-    yield from _python_definitions(root)
+    """What each kind of matrix source detects in the tree (beside the kind, in `app/analysis/sources/`)."""
+    for kind in KINDS.values():
+        if kind.detect is not None:
+            yield from kind.detect(root, recording)
 
 
 def _recording(entry_pattern: str, modules: dict[str, Module]) -> dict[str, Any]:
@@ -244,166 +240,6 @@ def _recording(entry_pattern: str, modules: dict[str, Module]) -> dict[str, Any]
     ray_jobs = any("runtime-env-json" in module.source for module in modules.values())
     return {"entry": entry_pattern, "launchers": list(LAUNCHERS),
             "env_from": ["runtime_env_json"] if ray_jobs else ["exported"]}
-
-
-def _workflow_rows(root: Path, recording: dict[str, Any]) -> Iterator[tuple[dict[str, Any], str]]:
-    """Workflows whose job matrices list rows with a field naming a Python script."""
-    for workflow in sorted((root / ".github" / "workflows").glob("*.y*ml")):
-        try:
-            document = yaml.safe_load(read_text(workflow)) or {}
-        except yaml.YAMLError:
-            continue
-        fields = Counter(_script_fields(document.get("jobs") if isinstance(document, dict) else None))
-        if not fields:
-            continue
-        (matrix_key, script_field, args_field), rows = fields.most_common(1)[0]
-        script_dir = _script_dir(root, document, matrix_key, script_field)
-        source = {"kind": "workflow_rows", "workflows": [f".github/workflows/{workflow.name}"],
-                  "script": f"{matrix_key}.{script_field}", "script_dir": script_dir,
-                  "command": ["python", "{script}"], **copy.deepcopy(recording)}
-        if args_field:
-            source["args"] = f"{matrix_key}.{args_field}"
-        yield source, (f"{workflow.name}: {rows} matrix rows name a script in `{matrix_key}.{script_field}`; "
-                       "each row's script is run by the recording bash")
-
-
-def _matrices(jobs: Any) -> Iterator[dict[str, Any]]:
-    """The `strategy.matrix` maps of a workflow's jobs (one written as an expression is skipped)."""
-    for job in jobs.values() if isinstance(jobs, dict) else []:
-        strategy = job.get("strategy") if isinstance(job, dict) else None
-        matrix = strategy.get("matrix") if isinstance(strategy, dict) else None
-        if isinstance(matrix, dict):
-            yield matrix
-
-
-def _script_fields(jobs: Any) -> Iterator[tuple[str, str, str]]:
-    """(matrix key, script field, args field or "") of every row naming a Python script; the args field
-    is the one any row of that key writes (`test_args`), the rows without it pass none."""
-    for matrix in _matrices(jobs):
-        for key, rows in matrix.items():
-            rows = [row for row in rows if isinstance(row, dict)] if isinstance(rows, list) else []
-            args = next((k for row in rows for k in row if k.endswith("args")), "")
-            for row in rows:
-                script = next((k for k, v in row.items() if isinstance(v, str) and v.endswith(".py")), None)
-                if script:
-                    yield key, script, args
-
-
-def _script_dir(root: Path, document: dict[str, Any], matrix_key: str, script_field: str) -> str:
-    """Where the rows' scripts are: the directory of the tree that holds the first row's script."""
-    for matrix in _matrices(document.get("jobs")):
-        rows = matrix.get(matrix_key)
-        for row in rows if isinstance(rows, list) else []:
-            name = row.get(script_field) if isinstance(row, dict) else None
-            if not isinstance(name, str):
-                continue
-            if (root / name).is_file():
-                return ""
-            hits = sorted(p.relative_to(root) for p in root.glob(f"**/{PurePosixPath(name).name}"))
-            hits = [p for p in hits if not any(part.startswith(".") for part in p.parts)]
-            if hits:
-                return hits[0].parent.as_posix()
-    return ""
-
-
-def _registered_scripts(root: Path, recording: dict[str, Any]) -> Iterator[tuple[dict[str, Any], str]]:
-    """Test scripts that register with CI by calling a `register_*` function of the tests (GPU first)."""
-    if not (root / "tests").is_dir():
-        return
-    tests = read_modules(root / "tests", lambda text: "def register_" in text)
-    registrars = [(f"tests.{m.name}", name, node) for m in tests.values()
-                  for name, node in m.functions().items()
-                  if name.startswith("register_") and re.search(r"cuda|gpu", name)]
-    for module, name, node in registrars[:1]:
-        callers = sorted(p.relative_to(root) for p in (root / "tests").rglob("test_*.py")
-                         if f"{name}(" in read_text(p))
-        if not callers:
-            continue
-        top = Counter(p.parts[1] if len(p.parts) > 2 else "" for p in callers).most_common(1)[0][0]
-        under = f"tests/{top}/" if top else "tests/"
-        parameters = [arg.arg for arg in [*node.args.args, *node.args.kwonlyargs]]
-        registration = {"function": f"{module}:{name}",
-                        "disabled_kwarg": next((p for p in parameters if "disab" in p or "skip" in p),
-                                               "disabled"),
-                        "suite_kwarg": "suite" if "suite" in parameters else None}
-        source = {"kind": "record_launches", "scripts": [f"{under}**/test_*.py"],
-                  "command": ["python3", "{script}"], **copy.deepcopy(recording),
-                  "registration": registration}
-        count = sum(1 for p in callers if p.as_posix().startswith(under))
-        yield source, f"{count} scripts under {under} register with CI through {name}"
-
-
-def _python_definitions(root: Path) -> Iterator[tuple[dict[str, Any], str]]:
-    """Test modules that return lists of `...Definitions(...)`, run by a runner script CI calls."""
-    base = root / "tests"
-    if not base.is_dir():
-        return
-    modules = read_modules(base, lambda text: "Definitions(" in text)
-    functions = [f"tests.{m.name}:{name}" for m in sorted(modules.values(), key=lambda m: m.path)
-                 for name, node in m.functions().items()
-                 if "Definitions(" in (ast.get_source_segment(m.source, node) or "")]
-    definition = _definition_class(base)
-    if not functions or definition is None:
-        return
-    fields = set(definition)
-    source: dict[str, Any] = {"kind": "python_definitions", "functions": functions,
-                              "name": "test_name" if "test_name" in fields else "name"}
-    if "disabled" in fields:
-        source["disabled"] = "disabled"
-    if "override_args" in fields:
-        source["runs"], source["shell_words"] = "override_args", True
-    source.update(_runner(root, fields))
-    yield source, f"{len(functions)} functions of tests/ build the integration tests' definitions"
-
-
-def _definition_class(base: Path) -> list[str] | None:
-    for module in read_modules(base, lambda text: "class " in text and "Definitions" in text).values():
-        for node in module.tree.body:
-            if isinstance(node, ast.ClassDef) and node.name.endswith("Definitions"):
-                return [n.target.id for n in node.body
-                        if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)]
-    return None
-
-
-def _runner(root: Path, fields: set[str]) -> dict[str, Any]:
-    """The entry and the words a run gets from the runner script: `-m package.train`, and flags the shell
-    launcher fills from variables the test runner sets from a per-run config (`MODULE={fn.__module__}`)."""
-    shells = {p: read_text(p) for p in sorted(root.glob("*.sh"))}
-    runner_text = "".join(read_text(p) for p in (root / "tests").rglob("run_tests.py"))
-    found: dict[str, Any] = {}
-    for _path, text in shells.items():
-        module = re.search(r"-m\s+([\w.]+\.train)\b", text)
-        if not module:
-            continue
-        found["entry"] = module.group(1).replace(".", "/") + ".py"
-        variables = dict(_ENV_FROM_ATTRIBUTE.findall(runner_text))
-        per_run = next((f for f in ("configs", "config") if f in fields), None)
-        args: list[str] = []
-        defaults: dict[str, str] = {}
-        shell_defaults = dict(_SHELL_DEFAULT.findall(text))
-        for flag, variable in _SHELL_FLAG.findall(text[module.end():].split("\n", 1)[0]):
-            if variable in variables and per_run:
-                placeholder = f"{per_run}.{variables[variable]}"
-                args += [flag, f"{{{placeholder}}}"]
-                if variable in shell_defaults:
-                    defaults[placeholder] = shell_defaults[variable]
-        if args and per_run:
-            found.update(per_run=[per_run], args=args, defaults=defaults)
-        found.update(_output_dir(root, runner_text, found.get("args", [])))
-        break
-    return found
-
-
-def _output_dir(root: Path, runner_text: str, args: list[str]) -> dict[str, Any]:
-    """The runner's output-directory flag (`f"--dump_folder {output_dir}/{test_name}"`) with the directory
-    the workflows give it (`$RUNNER_TEMP/...`, GitHub's runner's own directory)."""
-    flag = re.search(r"[\"'](--[\w.]+) \{output_dir\}/\{test_name\}", runner_text)
-    workflows = "".join(read_text(p) for p in sorted((root / ".github" / "workflows").glob("*.y*ml")))
-    given = re.search(r"-m\s+tests\.[\w.]*run_tests\b[^\n]*?\s\$\{?RUNNER_TEMP\}?(/[\w./-]+)", workflows)
-    if flag is None or given is None:
-        return {}
-    output = f"{RUNNER_TEMP}{given.group(1).rstrip('/')}/{{definition.test_name}}"
-    return {"args": [*args, flag.group(1), output], "env": {"RUNNER_TEMP": RUNNER_TEMP}}
 
 
 def _harness(root: Path, used: list[Module], modules: dict[str, Module]) -> dict[str, Any]:

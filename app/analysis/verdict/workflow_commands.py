@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import os
 
-from app.analysis.health import summary_line
-from app.analysis.model import Finding
-from app.analysis.render import UNSANDBOXED, headline
-from app.analysis.report import CheckReport
+from app.analysis.core.model import Finding
+from app.analysis.verdict.health import summary_line
+from app.analysis.verdict.render import UNSANDBOXED, headline
+from app.analysis.verdict.report import CheckReport
 
 COMMAND_OF_SEVERITY = {"blocking": "error", "warning": "warning", "info": "notice"}
 SUITES_NAMED = 5  # suites named in one annotation before "and N more"

@@ -5,13 +5,15 @@ A recipe (Megatron-LM's `tests/test_utils/recipes/**/*.yaml`) has a `spec` (mode
 `script` CI runs) and `products`: per test case, blocks whose list-valued keys (environment, scope,
 platforms) multiply into rows, as the repository's own `recipe_parser.flatten_products` expands them; a row
 overrides the spec's keys. Recipes are a pull request's content: read with yaml.safe_load, bounded. Pure:
-files come in as text through `read`.
+files come in as text through `read`. The yaml_args kind's module: its cases are listed on the host, and
+nothing of them runs in the sandbox.
 """
 
 from __future__ import annotations
 
 import functools
 import itertools
+import logging
 import posixpath
 import shlex
 import string
@@ -21,11 +23,14 @@ from typing import Any
 
 import yaml
 
-from app.analysis.policy import YamlArgs, path_matches
-from app.analysis.yaml_args import FlatSuite, flatten_file
-from app.analysis.yaml_plain import MAX_FILE_BYTES, SAFE_LOADER, YamlError
+from app.analysis.core.model import CaptureFailure, Suite
+from app.analysis.core.policy import YamlArgs, path_matches
+from app.analysis.sources.source_kind import Listing, SourceKind, SourceTree
+from app.analysis.sources.yaml_args import FlatSuite, flatten_file
+from app.analysis.sources.yaml_plain import MAX_FILE_BYTES, SAFE_LOADER, YamlError
 
 MAX_ROWS_PER_RECIPE = 4096
+log = logging.getLogger(__name__)
 Read = Callable[[str], str]
 
 
@@ -230,3 +235,18 @@ def _flatten_case(listing: CaseListing, case_id: str, config: str, entry: str, e
 def _suite(case_id: str, config: str, flat: FlatSuite, entry: str, env: dict[str, str]) -> CaseSuite:
     suite_id = case_id if flat.run == 1 else f"{case_id}#run{flat.run}"
     return CaseSuite(id=suite_id, case=config, argv=flat.argv, env={**env, **flat.env}, entry=entry)
+
+
+def list_items(source: YamlArgs, tree: SourceTree, where: str) -> Listing:
+    """A yaml_args source's cases, read on the host (the files are data: nothing of them runs)."""
+    listing = list_cases(source, list(tree.paths()), tree.read)
+    for note in listing.notes:
+        log.warning("yaml args: %s", note)
+    return Listing(suites=tuple(Suite(id=s.id, script=s.case, argv=s.argv, env=dict(s.env), entry=s.entry)
+                                for s in listing.suites),
+                   failed=tuple(CaptureFailure(case, reason) for case, reason in listing.failed),
+                   no_entry=tuple(CaptureFailure(case, reason) for case, reason in listing.no_entry),
+                   disabled=tuple(listing.disabled), cases=listing.cases, captured=listing.captured)
+
+
+KIND = SourceKind(YamlArgs, list_items)

@@ -7,9 +7,9 @@ import json
 from collections.abc import Callable
 from typing import Any, Literal
 
-from app.analysis.health import Health, describe, summary_line
-from app.analysis.model import Finding
-from app.analysis.report import CheckReport
+from app.analysis.core.model import Finding
+from app.analysis.verdict.health import Health, describe, summary_line
+from app.analysis.verdict.report import CheckReport
 
 Format = Literal["text", "json", "markdown"]
 MARKDOWN_LIMIT = 60_000

@@ -5,8 +5,8 @@
   each with its own providers; CI writes each case as a YAML map (`model_config.yaml`'s `MODEL_ARGS`) that
   recipes under tests/ hand to a shell runner (`TRAINING_PARAMS_PATH=...`, `TRAINING_SCRIPT_PATH=...`).
   -> `run_entry_script: true` and a `yaml_args` source read from the recipes, the case files and the runner.
-- A Hydra application started by workflow steps: app/analysis/starter_hydra.py.
-Both read the tree only; each choice carries its reason, as in app/analysis/starter.py.
+- A Hydra application started by workflow steps: app/analysis/starter/starter_hydra.py.
+Both read the tree only; each choice carries its reason, as in app/analysis/starter/starter.py.
 """
 
 from __future__ import annotations
@@ -21,17 +21,16 @@ from typing import Any
 
 import yaml
 
-from app.analysis.starter_hydra import hydra_shape
-from app.analysis.starter_tree import (
+from app.analysis.core.tree_reading import Module, read_text
+from app.analysis.starter.starter_hydra import hydra_shape
+from app.analysis.starter.starter_tree import (
     REQUIREMENTS_WHY,
     TORCH_LIMITS,
-    Module,
     Starter,
     imported_modules,
     installed,
     is_test,
     pinned_version,
-    read_text,
     real_packages,
     requirements_for,
 )

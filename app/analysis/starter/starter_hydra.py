@@ -12,14 +12,13 @@ from typing import Any
 
 import yaml
 
-from app.analysis.starter_tree import (
+from app.analysis.core.tree_reading import Module, read_text
+from app.analysis.starter.starter_tree import (
     REQUIREMENTS_WHY,
     TORCH_LIMITS,
-    Module,
     Starter,
     imported_modules,
     is_test,
-    read_text,
     real_packages,
     requirements_for,
 )

@@ -9,24 +9,25 @@ bounds and the expression evaluator of `workflow_rows` (a step whose text or env
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.analysis.policy import WorkflowSteps, glob_regex, path_matches
-from app.analysis.workflow_rows import (
-    WorkflowError,
+from app.analysis.core.policy import WorkflowSteps, glob_regex
+from app.analysis.sources.recorded import from_launches
+from app.analysis.sources.source_kind import Listing, SourceKind, SourceTree
+from app.analysis.sources.workflow_rows import (
     _literally_false,
     _mapping,
+    each_workflow,
     expand_matrix,
+    read_workflow,
     render,
     row_env,
     workflow_jobs,
 )
 
-log = logging.getLogger(__name__)
 _WORD = re.compile(r"[^\s;&|()<>`'\"]+")
 
 
@@ -120,17 +121,19 @@ def list_steps(files: Iterable[str], read: Callable[[str], str],
     jobs whose `if:` is literally false."""
     items: dict[tuple[Any, ...], dict[str, Any]] = {}
     disabled: list[str] = []
-    for path in sorted(p for p in files if any(path_matches(p, g) for g in source.workflows)):
-        try:
-            listing = steps_from_workflow(read(path), path, source)
-        except (OSError, WorkflowError) as exc:
-            log.warning("workflow steps: %s", exc)
-            continue
-        for note in listing.notes:
-            log.info("workflow steps: %s", note)
+    for listing in each_workflow(source.workflows, files, read, "workflow steps",
+                                 lambda text, path: steps_from_workflow(text, path, source)):
         disabled += listing.disabled
         for step in listing.steps:  # the same command in several jobs is one CI suite
             items.setdefault(step.key(), {"id": step.label, "script": step.label, "args": [],
                                           "env": dict(step.env), "shell": step.run,
                                           "scripts": list(step.scripts)})
     return list(items.values()), disabled
+
+
+def list_items(source: WorkflowSteps, tree: SourceTree, where: str) -> Listing:
+    items, disabled = list_steps(tree.paths(), lambda path: read_workflow(tree, path), source)
+    return Listing(items=tuple(items), disabled=tuple(disabled))
+
+
+KIND = SourceKind(WorkflowSteps, list_items, from_launches)

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from app.analysis.followups import TextReference
-from app.analysis.model import Finding, FindingKind
-from app.analysis.policy import Followups
+from app.analysis.core.model import Finding, FindingKind
+from app.analysis.core.policy import Followups
+from app.analysis.followups.followups import TextReference
 
 ReferenceState = Literal["open", "draft", "merged", "closed_unmerged", "not_found", "no_access", "completed",
                          "not_planned"]

@@ -14,7 +14,7 @@ import ast
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from app.analysis.model import Outcome
+from app.analysis.core.model import Outcome
 
 NETWORK_CUES = ("Connection refused", "Failed to establish a new connection", "Name or service not known",
                 "Temporary failure in name resolution", "Network is unreachable", "urlopen error",

@@ -11,7 +11,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from app.analysis.health import Health, describe, summary_line
+from app.analysis.verdict.health import Health, describe, summary_line
 
 QUOTED_PATH = re.compile(r"""['"](/[^'"]+)['"]""")
 MODULE = re.compile(r"""No module named ['"]?([\w.]+)""")

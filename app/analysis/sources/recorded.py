@@ -1,7 +1,7 @@
-"""The CI flag matrix from what capture recorded: launches -> suites, script reports -> Matrix, cache keys.
+"""What capture recorded, made into suites: a script's launches of the entry, or the definitions a
+python_definitions function returned, with the note saying why a script yielded none or only some.
 
-Pure: the capture harness's messages come in as plain dicts, the cache as plain JSON values; nothing here
-runs a process or reads a file.
+Pure: the capture harness's messages come in as plain dicts; nothing here runs a process or reads a file.
 """
 
 from __future__ import annotations
@@ -9,45 +9,35 @@ from __future__ import annotations
 import json
 import posixpath
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from app.analysis.model import CaptureFailure, Matrix, Suite
-from app.analysis.policy import Policy, PythonDefinitions, Recording, StaticSuites, YamlArgs
-from app.analysis.recipes import CaseListing
+from app.analysis.core.model import CaptureFailure, Suite
+from app.analysis.core.policy import PythonDefinitions, Recording
+from app.analysis.sources.source_kind import MAX_DEFINED_CHARS, Found, ScriptReport
 
 RUNTIME_ENV_OPTION = "--runtime-env-json"
 PARTIAL = "partial capture: "  # reason prefix of a script that yielded suites and then failed
-# What one python_definitions function may report: the sandbox's word, bounded again on the host.
-MAX_DEFINED_SUITES = 1024
-MAX_DEFINED_WORDS = 512
-MAX_DEFINED_CHARS = 4096
+MAX_DEFINED_WORDS = 512  # of one python_definitions suite: the sandbox's word, bounded again on the host
 
 
-@dataclass(frozen=True)
-class ScriptReport:
-    """One capture harness `script` message."""
+def from_launches(report: ScriptReport, source: Recording, repo_mount: str) -> Found:
+    """What one script's report yields to a source that runs scripts and records their launches."""
+    if report.status == "disabled":
+        return Found(disabled=[report.script], ran=False)
+    found = suites_from_launches(report.script, report.launches, source, repo_mount)
+    outcome, note = script_kind(report, found, source)
+    return Found(found, outcome, note)
 
-    script: str
-    status: str  # "captured" | "disabled" | "failed"
-    launches: tuple[Mapping[str, Any], ...] = ()
-    reason: str | None = None
-    ended: bool = False  # the script ran to its end (or exited 0): nothing stopped it early
-    # python_definitions: the definitions' runs ({"name", "argv"}) and the names of disabled definitions
-    suites: tuple[Mapping[str, Any], ...] = ()
-    disabled: tuple[str, ...] = ()
 
-    @classmethod
-    def from_message(cls, message: Mapping[str, Any]) -> ScriptReport:
-        suites = message.get("suites") or []
-        disabled = message.get("disabled") or []
-        if not isinstance(suites, list) or not isinstance(disabled, list):
-            raise TypeError("suites and disabled must be lists")
-        return cls(script=str(message["script"]), status=str(message["status"]),
-                   launches=tuple(message.get("launches") or ()), reason=message.get("reason"),
-                   ended=message.get("ended") is True, suites=tuple(suites[:MAX_DEFINED_SUITES]),
-                   disabled=tuple(str(name)[:MAX_DEFINED_CHARS] for name in disabled[:MAX_DEFINED_SUITES]))
+def from_definitions(report: ScriptReport, source: PythonDefinitions, repo_mount: str) -> Found:
+    """What one python_definitions function's report yields: its definitions' runs, and those CI skips."""
+    disabled = [f"{report.script}::{name}" for name in report.disabled]
+    if report.status == "disabled":
+        return Found(disabled=disabled, ran=False)
+    found = suites_from_definitions(report, source)
+    outcome, note = definitions_kind(report, found)
+    return Found(found, outcome, note, disabled)
 
 
 def suites_from_definitions(report: ScriptReport, source: PythonDefinitions) -> list[Suite]:
@@ -121,53 +111,6 @@ def _repo_relative(word: str, cwd: str, repo_mount: str) -> str:
     return word
 
 
-def build_matrix(policy: Policy, reports: Mapping[int, Sequence[ScriptReport]], repo_mount: str,
-                 listings: Mapping[int, CaseListing] | None = None) -> Matrix:
-    """The matrix of all sources: `reports` holds the script reports of each source that runs scripts
-    (record_launches, workflow_rows: one report per row) by index; `listings` the cases of each yaml_args
-    source, read on the host."""
-    suites: list[Suite] = []
-    kinds: dict[str, list[CaptureFailure]] = {"failed": [], "no_entry": [], "partial": []}
-    disabled: list[str] = []
-    scripts = captured = 0
-    for index, source in enumerate(policy.matrix.sources):
-        if isinstance(source, StaticSuites):
-            suites.extend(Suite(id=s.id, script=f"policy:matrix.sources[{index}]", argv=tuple(s.argv),
-                                env=dict(s.env)) for s in source.suites)
-            continue
-        if isinstance(source, YamlArgs):
-            listing = (listings or {}).get(index) or CaseListing()
-            suites.extend(Suite(id=s.id, script=s.case, argv=s.argv, env=dict(s.env), entry=s.entry)
-                          for s in listing.suites)
-            kinds["failed"] += [CaptureFailure(case, reason) for case, reason in listing.failed]
-            kinds["no_entry"] += [CaptureFailure(case, reason) for case, reason in listing.no_entry]
-            disabled += listing.disabled
-            scripts, captured = scripts + listing.cases, captured + listing.captured
-            continue
-        for report in sorted(reports.get(index, ()), key=lambda r: r.script):
-            if isinstance(source, PythonDefinitions):
-                disabled.extend(f"{report.script}::{name}" for name in report.disabled)
-            if report.status == "disabled":
-                if not isinstance(source, PythonDefinitions):
-                    disabled.append(report.script)
-                continue
-            scripts += 1
-            if isinstance(source, PythonDefinitions):
-                found = suites_from_definitions(report, source)
-                kind, note = definitions_kind(report, found)
-            else:
-                found = suites_from_launches(report.script, report.launches, source, repo_mount)
-                kind, note = script_kind(report, found, source)
-            if note is not None:
-                kinds[kind].append(note)
-            if found:
-                captured += 1
-                suites.extend(found)
-    return Matrix(suites=tuple(_unique_ids(suites)), scripts=scripts, captured=captured,
-                  failed=tuple(kinds["failed"]), disabled=tuple(disabled), no_entry=tuple(kinds["no_entry"]),
-                  partial=tuple(kinds["partial"]))
-
-
 def script_kind(report: ScriptReport, found: list[Suite],
                 source: Recording) -> tuple[str, CaptureFailure | None]:
     """"captured" | "partial" | "no_entry" | "failed", with the note that says why (None: ran clean).
@@ -208,19 +151,3 @@ def _command_name(launch: Mapping[str, Any]) -> str:
     if len(words) >= 3 and words[1] == "-m":
         return " ".join(words)
     return " ".join(words[:2]) if len(words) >= 2 and not words[1].startswith("-") else " ".join(words[:1])
-
-
-def _unique_ids(suites: Iterable[Suite]) -> list[Suite]:
-    """Suite ids stay unique when two sources yield the same script or a static id repeats one."""
-    taken: set[str] = set()
-    unique: list[Suite] = []
-    for suite in suites:
-        suite_id, count = suite.id, 1
-        while suite_id in taken:
-            count += 1
-            suite_id = f"{suite.id}#{count}"
-        taken.add(suite_id)
-        unique.append(suite if suite_id == suite.id else Suite(id=suite_id, script=suite.script,
-                                                                argv=suite.argv, env=suite.env,
-                                                                entry=suite.entry))
-    return unique

@@ -1,0 +1,86 @@
+"""The kinds of matrix source behind one protocol: the registry names every kind the policy language has,
+and a new kind is one module and its registration, captured end to end in the sandbox."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import toy_source_kind
+
+from app.analysis.core.policy import SOURCE_KEYS, PolicyError, parse_policy
+from app.analysis.sources import registry
+from app.engine.matrix_capture import HostTree, capture_matrix
+
+POLICY = r"""
+validation: {paths: ["pkg/**"], entry: "pkg.args:parse_args"}
+matrix:
+  sources:
+    - kind: script_list
+      list_file: ci/suites.txt
+      entry: (^|/)train\.py$
+harness: {limits: {suite_seconds: 20}}
+"""
+SCRIPT = """
+    import subprocess
+
+    if __name__ == "__main__":
+        subprocess.run("ray stop --force", shell=True, check=True)
+        subprocess.run("python3 train.py {words}", shell=True, check=True)
+"""
+TREE = {
+    "ci/suites.txt": "tests/run_small.py\ntests/run_large.py\n# off: tests/run_gone.py\ntests/absent.py\n",
+    "tests/run_small.py": SCRIPT.format(words="--num-layers 2"),
+    "tests/run_large.py": SCRIPT.format(words="--num-layers 48 --bf16"),
+    "train.py": "",
+}
+
+
+@pytest.fixture
+def toy_kind() -> Iterator[None]:
+    registry.register(toy_source_kind.KIND)
+    try:
+        yield
+    finally:
+        registry.unregister(toy_source_kind.KIND.name)
+
+
+def write_tree(root: Path) -> Path:
+    for relative, text in TREE.items():
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (root / relative).write_text(textwrap.dedent(text).lstrip("\n"))
+    return root
+
+
+def test_the_registry_names_every_kind_the_policy_language_has() -> None:
+    assert set(registry.KINDS) == set(SOURCE_KEYS)
+    assert all(SOURCE_KEYS[name] is kind.keys for name, kind in registry.KINDS.items())
+
+
+def test_a_new_kind_is_one_module_and_its_registration(toy_kind: None, tmp_path: Path) -> None:
+    repo = write_tree(tmp_path / "repo")
+    policy = parse_policy(POLICY, "toy.yml")
+    source = policy.matrix.sources[0]
+    assert isinstance(source, toy_source_kind.ScriptList)
+    listing = toy_source_kind.list_items(source, HostTree(repo), "matrix.sources[0]")
+    assert [item["id"] for item in listing.items] == ["tests/run_small.py", "tests/run_large.py"]
+    matrix, cached = capture_matrix(repo, policy, cache_dir=tmp_path / "cache")
+    assert not cached
+    assert {suite.id: suite.argv for suite in matrix.suites} == {
+        "tests/run_small.py": ("--num-layers", "2"),
+        "tests/run_large.py": ("--num-layers", "48", "--bf16")}
+    assert matrix.disabled == ("tests/run_gone.py",)
+    assert (matrix.scripts, matrix.captured) == (2, 2)
+    again, cached = capture_matrix(repo, policy, cache_dir=tmp_path / "cache")
+    assert cached and again == matrix
+
+
+def test_a_kind_no_module_registered_is_no_policy(toy_kind: None) -> None:
+    registry.unregister(toy_source_kind.KIND.name)
+    with pytest.raises(PolicyError, match="script_list"):
+        parse_policy(POLICY, "toy.yml")
+    registry.register(toy_source_kind.KIND)
+    with pytest.raises(ValueError, match="exists already"):
+        registry.register(toy_source_kind.KIND)
