@@ -8,6 +8,9 @@ leader and a warm leader each note the environment variables read while building
 by a leader gets another leader (another import); one declined by a warm leader gets another warm leader,
 forked from the same import. Each process streams one line per suite to its parent, and only the main
 process writes to the runner: a process that dies or stalls costs only the suites it had not reported yet.
+Every line about a suite is passed on, even one about a suite reported before or never given to that
+process: repository code in a leader can write into its pipe, and the host makes a suite reported twice
+an error of the whole run instead of believing the first report (app/engine/suite_validation.py).
 
 What the first warm-up imported from installed packages (not the repository's own modules: their import may
 depend on what validation did before it), the leader imports before it forks the next warm leader, watched
@@ -210,8 +213,10 @@ def _follow(work: Callable[[Send], None], pending: dict[str, dict[str, Any]], re
     pid = os.fork()
     if pid == 0:
         os.close(read_fd)
+        common.keep_only(write_fd)  # before its repository code runs: no channel of another process
         _become(lambda: work(lambda message: _write_line(write_fd, message)))
     os.close(write_fd)
+    common.hold(read_fd)
     ended = _Ended("started", "")
     stalled = None
     deadline = _Deadline(stall_seconds)
@@ -223,6 +228,7 @@ def _follow(work: Callable[[Send], None], pending: dict[str, dict[str, Any]], re
                 break
             deadline.extend(stall_seconds)
             _take(message, ended, pending, report)
+    common.let_go(read_fd)
     ended.reason = _with_tail(stalled or f"the group leader {_describe(_reap(pid))}", pid)
     return ended
 
@@ -241,11 +247,11 @@ def _take(message: dict[str, Any], ended: _Ended, pending: dict[str, dict[str, A
                 ended.declined.append(pending.pop(declined_id))
     elif kind == "import_error":
         ended.import_error = str(message.get("reason"))
-    elif kind == "suite" and suite_id in pending:
-        del pending[suite_id]
+    elif kind == "suite" and suite_id is not None:
+        pending.pop(suite_id, None)  # passed on even when reported before: the host refuses a suite twice
         report.result(message["result"])
-    elif kind == "failed" and suite_id in pending:
-        report.failure(pending.pop(suite_id), str(message.get("reason")))
+    elif kind == "failed" and suite_id is not None:
+        report.failure(pending.pop(suite_id, {"id": suite_id}), str(message.get("reason")))
 
 
 class _Deadline:

@@ -48,6 +48,7 @@ else:
 HARNESS_MODULES = ("bytecache", "common", "entryscript", "envprobe", "fsfakes", "hugepages", "hydra_entry",
                    "leader", "linewatch", "memo", "record", "sourcememo", "stubs", "suiterun", "tolerant",
                    "vpaths")
+_HARNESS: list[types.ModuleType] = []
 
 
 class Job:
@@ -186,18 +187,18 @@ def _fail_all(job: Job, progress: Progress, reason: str) -> None:
 
 
 def _isolate_harness_modules() -> None:
-    """Repository code must not import the harness by accident: a top-level `common` or `record` is its own.
+    """Repository code must not reach the harness through the import system: a top-level `common` or
+    `record` is its own, and a head that looks for the harness among the loaded modules (to patch the
+    outcome it reports) must not find it.
 
-    The harness modules stay loaded (they hold references to one another) but leave sys.modules and
-    sys.path, under prefixed names.
+    The harness modules stay loaded (they hold references to one another, and `_HARNESS` holds them) but
+    leave sys.modules and sys.path, and `__main__` becomes an empty module.
     """
     if HARNESS_DIR in sys.path:
         sys.path.remove(HARNESS_DIR)
-    for name in HARNESS_MODULES:
-        module = sys.modules.pop(name, None)
-        if module is not None:
-            sys.modules[f"_prtriage_harness_{name}"] = module
-
+    _HARNESS.extend(module for name in HARNESS_MODULES if (module := sys.modules.pop(name, None)) is not None)
+    _HARNESS.append(sys.modules["__main__"])
+    sys.modules["__main__"] = types.ModuleType("__main__")
 
 if __name__ == "__main__":
     main()
