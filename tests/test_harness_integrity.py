@@ -9,32 +9,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
+from test_engine import CI_SCRIPT, PLAIN_ARGUMENTS, TRAIN, run_policy, write_tree
 
 from app.analysis.model import Suite, SuiteResult
-from app.analysis.policy import Policy, parse_policy
 from app.analysis.report import CheckReport
 from app.engine.check_steps import run_check
 from app.engine.suite_validation import collect_results
 
 SUITE = "tests/test_lora.py"
-TRAIN = "from arguments import parse_args\n\nif __name__ == '__main__':\n    parse_args()\n"
-CI_SCRIPT = "import subprocess\n\nsubprocess.run(['python3', 'train.py', '--colocate', '--lora'])\n"
-BASE = '''import argparse
-
-
-def parse_args():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--colocate", action="store_true")
-    parser.add_argument("--lora", action="store_true")
-    args = parser.parse_args()
-    validate(args)
-    return args
-
-
-def validate(args):
-    assert args.lr if hasattr(args, "lr") else True
-'''
+BASE = PLAIN_ARGUMENTS  # accepts the suite: --colocate --lora
 NEW_ASSERT = '    assert not (args.colocate and args.lora), "LoRA cannot run colocated"\n'
 ACCEPTED = '{"outcome": "accepted", "exception": None, "message": None, "path": None, "line": None}'
 
@@ -136,28 +119,13 @@ def validate(args):
 '''.replace("ACCEPTED_OUTCOME", ACCEPTED)
 
 
-def policy() -> Policy:
-    return parse_policy(yaml.safe_dump({
-        "validation": {"paths": ["arguments.py"], "entry": "arguments:parse_args",
-                       "functions": ["arguments:validate"]},
-        "matrix": {"sources": [{"kind": "record_launches", "scripts": ["tests/test_*.py"],
-                                "entry": r"(^|/)train\.py$"}]},
-        "harness": {"limits": {"suite_seconds": 20, "total_seconds": 120}}}), "integrity-policy.yml")
-
-
-def write_tree(root: Path, files: dict[str, str]) -> Path:
-    for name, content in {"train.py": TRAIN, "tests/test_lora.py": CI_SCRIPT, **files}.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(content)
-    root.chmod(0o755)
-    return root
-
-
 def check(tmp_path: Path, head_files: dict[str, str]) -> CheckReport:
-    base = write_tree(tmp_path / "base", {"arguments.py": BASE})
-    head = write_tree(tmp_path / "head", head_files)
-    return run_check(base, head, policy(), base_sha=None, head_sha=None, cache_dir=tmp_path / "cache",
+    trees = []
+    for name, files in (("base", {"arguments.py": BASE}), ("head", head_files)):
+        ci = {"train.py": TRAIN, "tests/test_lora.py": CI_SCRIPT}
+        trees.append(write_tree(tmp_path / name, {**ci, **files}))
+        trees[-1].chmod(0o755)
+    return run_check(*trees, run_policy(), base_sha=None, head_sha=None, cache_dir=tmp_path / "cache",
                      allow_unsandboxed=False)
 
 
