@@ -1,21 +1,29 @@
 """The CPU a pull request's text costs to read: the worst 64 KiB bodies we could construct, and plain prose.
 
-    .venv/bin/python -m benchmarks.bench_references [--repeat 5] [--out benchmarks/out/]
+    .venv/bin/python -m benchmarks.bench_references [--repeat 5] [--serve] [--out benchmarks/out/]
 
 For each body: the median CPU of `find_references` in this process, and of a whole `prtriage followups
 --event FILE --format json` (no GITHUB_TOKEN: nothing is resolved), each with its ratio to plain prose of
 the same size measured in the same run; and the longest another thread of this process waited for the
-GIL while the body was read (what a web worker's `/healthz` would wait for, at most). Writes
-`bench_references.json` in --out.
+GIL while the body was read. Writes `bench_references.json` in --out.
+
+With --serve instead: `prtriage serve` on its embedded defaults (its worker threads in the same process as
+the web app) against the local GitHub in a child process, one pull request per body and repeat whose body
+is that body; while each one's triage runs (delivered `opened`, until its check run completes), `/healthz`
+is asked every 20 ms, and its answer times are reported (p50, p99, max), plain prose as the baseline.
+Writes `bench_references_serve.json`.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import multiprocessing
 import os
 import random
 import resource
+import signal
 import statistics
 import subprocess
 import sys
@@ -23,11 +31,16 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from app.analysis.followups import _by_rules, find_references
 from app.analysis.references import Text
+from app.demo.localgithub import FakeGitHub, make_app_key
+from benchmarks.bench_intake import FIXTURE, REPO, SECRET, delivery, free_port, percentile, start_serve
 
 SIZE = 64 * 1024
 PROSE = ("This change drops the over-broad assert in validate_args. Depends on #812, which adds the "
@@ -114,11 +127,80 @@ def longest_gil_wait(body: str) -> float:
     return longest[0]
 
 
+def fake_github_process(key: Any, bodies: list[str], channel: Connection) -> None:
+    """Child process: the local GitHub with one pull request per body (a README change: no sandbox runs,
+    the text is read all the same); answers how many check runs are completed."""
+    fake = FakeGitHub(key).start()
+    fake.add_repo(REPO, installation_id=1)
+    for number, body in enumerate(bodies, start=1):
+        fake.add_pull(REPO, number, head_sha=hashlib.sha1(f"head {number}".encode()).hexdigest(),
+                      base_sha="b" * 40, files=["README.md"], title=f"Docs {number}", body=body)
+    channel.send(fake.url)
+    while channel.recv() == "completed":
+        channel.send(sum(run.status == "completed" for run in fake.check_runs(REPO)))
+    fake.stop()
+
+
+def healthz_while_triaged(args: argparse.Namespace) -> None:
+    names = [name for name in BODIES for _ in range(args.repeat)]  # interleaved below
+    order = [names[i] for r in range(args.repeat) for i in range(r, len(names), args.repeat)]
+    key = make_app_key()
+    context = multiprocessing.get_context("spawn")
+    ours, theirs = context.Pipe()
+    fake = context.Process(target=fake_github_process, args=(key, [BODIES[n]() for n in order], theirs),
+                           daemon=True)
+    fake.start()
+    fake_url = ours.recv()
+    payload = json.loads(FIXTURE.read_text())
+    answers: dict[str, list[float]] = {name: [] for name in BODIES}
+    with tempfile.TemporaryDirectory(prefix="bench-references-") as scratch:
+        work = Path(scratch)
+        env = {"PATH": os.environ["PATH"], "HOME": str(work), "GITHUB_APP_ID": "4242",
+               "GITHUB_PRIVATE_KEY": key.private_pem, "GITHUB_WEBHOOK_SECRET": SECRET,
+               "GITHUB_API_URL": fake_url, "PRTRIAGE_DATA_DIR": str(work / "data"),
+               "PRTRIAGE_CACHE_DIR": str(work / "cache"), "PRTRIAGE_WORKERS": "1",
+               "PRTRIAGE_LOG_LEVEL": "WARNING"}
+        port = free_port()
+        serve = start_serve(env, port, work / "serve.log")
+        try:
+            with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as http:
+                for number, name in enumerate(order, start=1):
+                    body, headers = delivery(payload, fake_url, number)
+                    assert http.post("/webhooks/github", content=body, headers=headers).status_code == 202
+                    deadline = time.monotonic() + 120
+                    while time.monotonic() < deadline:
+                        started = time.perf_counter()
+                        assert http.get("/healthz").status_code == 200
+                        answers[name].append((time.perf_counter() - started) * 1000)
+                        ours.send("completed")
+                        if ours.recv() >= number:
+                            break
+                        time.sleep(0.02)
+                    else:
+                        raise RuntimeError(f"the triage of {name!r} did not complete in 120 s")
+        finally:
+            serve.send_signal(signal.SIGTERM)
+            serve.wait(120)
+            ours.send("stop")
+            fake.join(30)
+    rows = [{"body": name, "healthz_answers": len(times), "p50_ms": percentile(times, 0.5),
+             "p99_ms": percentile(times, 0.99), "max_ms": max(times)} for name, times in answers.items()]
+    for row in rows:
+        print(f"{row['body']:34} /healthz p50 {row['p50_ms']:.1f} ms  p99 {row['p99_ms']:.1f} ms  "
+              f"max {row['max_ms']:.1f} ms  ({row['healthz_answers']} answers)", flush=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "bench_references_serve.json").write_text(json.dumps(rows, indent=2) + "\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--serve", action="store_true", help="/healthz while such bodies are triaged")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/out"))
     args = parser.parse_args()
+    if args.serve:
+        healthz_while_triaged(args)
+        return
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as scratch:
         for name, make in BODIES.items():
