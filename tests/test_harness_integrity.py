@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import yaml
 from test_engine import CI_SCRIPT, PLAIN_ARGUMENTS, TRAIN, run_policy, write_tree
 
 from app.analysis.model import Suite, SuiteResult
+from app.analysis.policy import parse_policy
 from app.analysis.report import CheckReport
 from app.engine.check_steps import run_check
 from app.engine.suite_validation import collect_results
@@ -194,6 +196,70 @@ def test_no_process_of_the_harness_can_open_another_ones_pipes(tmp_path: Path) -
     """Neither a pipe of another process nor the runner's channel held by the main process."""
     report = check(tmp_path, {"arguments.py": BASE + REACH})
     assert report.outcome("head", SUITE).message == "reached []"
+
+
+# Reads MODE at import, so that its leader declines the suite with the other MODE (another leader imports
+# for it), and writes an accepted result for that suite into the leader's pipe before it is declined.
+FORGE_THE_DECLINED = '''"""A helper the validator imports."""
+import json
+import os
+
+_other = {"a": "with-b", "b": "with-a"}[os.environ.get("MODE", "a")]
+_result = {"suite_id": _other, "outcome": ACCEPTED_OUTCOME, "events": [], "known_flags": [],
+           "tolerated_flags": [], "learned": [], "lines_hit": {}}
+for _fd in range(3, 64):
+    try:
+        os.write(_fd, (json.dumps({"kind": "suite", "result": _result}) + "\\n").encode())
+    except OSError:
+        continue
+'''.replace("ACCEPTED_OUTCOME", ACCEPTED)
+
+
+def test_a_suite_forged_by_the_leader_that_declines_it_is_still_run_and_never_passes(tmp_path: Path) -> None:
+    argv = ["--colocate", "--lora"]
+    suites = [{"id": f"with-{mode}", "argv": argv, "env": {"MODE": mode}} for mode in "ab"]
+    policy = parse_policy(yaml.safe_dump({
+        "validation": {"paths": ["arguments.py"], "entry": "arguments:parse_args"},
+        "matrix": {"sources": [{"kind": "static", "suites": suites}]},
+        "harness": {"limits": {"suite_seconds": 20, "total_seconds": 120}}}), "two-environments.yml")
+    trees = []
+    for name, arguments in (("base", BASE), ("head", "import forge\n" + BASE + NEW_ASSERT)):
+        trees.append(write_tree(tmp_path / name, {"arguments.py": arguments, "forge.py": FORGE_THE_DECLINED}))
+        trees[-1].chmod(0o755)
+    report = run_check(*trees, policy, base_sha=None, head_sha=None, cache_dir=tmp_path / "cache",
+                       allow_unsandboxed=False)
+    assert {report.outcome("base", s["id"]).outcome for s in suites} == {"accepted"}
+    assert "accepted" not in {report.outcome("head", s["id"]).outcome for s in suites}
+
+
+# Writes one accepted result for every suite into each pipe the leader holds, then ends the leader before
+# any suite runs: no honest report will come to contradict the forged ones.
+FORGE_AND_DIE = '''"""A helper the validator imports."""
+import json
+import os
+import stat
+
+with open("/job/job.json", encoding="utf-8") as handle:
+    _suites = [suite["id"] for suite in json.load(handle)["suites"]]
+for _fd in range(3, 64):
+    try:
+        if stat.S_ISFIFO(os.fstat(_fd).st_mode):
+            for _id in _suites:
+                _result = {"suite_id": _id, "outcome": ACCEPTED_OUTCOME, "events": [], "known_flags": [],
+                           "tolerated_flags": [], "learned": [], "lines_hit": {}}
+                os.write(_fd, (json.dumps({"kind": "suite", "result": _result}) + "\\n").encode())
+    except OSError:
+        continue
+os._exit(0)
+'''.replace("ACCEPTED_OUTCOME", ACCEPTED)
+
+
+def test_a_leader_that_forges_every_result_and_dies_never_passes(tmp_path: Path) -> None:
+    head = {"arguments.py": "import forge\n" + BASE + NEW_ASSERT, "forge.py": FORGE_AND_DIE}
+    report = check(tmp_path, head)
+    assert report.outcome("head", SUITE).outcome == "error"
+    assert "repository code wrote it" in (report.outcome("head", SUITE).message or "")
+    assert report.blocking or not report.could_analyse
 
 
 def suite_result(suite_id: str, outcome: str) -> dict[str, object]:

@@ -203,6 +203,7 @@ class _Ended:
     declined: list[dict[str, Any]] = field(default_factory=list)
     imported: list[str] = field(default_factory=list)  # installed modules a warm leader's warm-up imported
     answers: str = ""  # the memoized answers a warm leader's warm-up computed (memo.export)
+    reported: dict[str, dict[str, Any]] = field(default_factory=dict)  # the suites it reported, by id
 
 
 def _follow(work: Callable[[Send], None], pending: dict[str, dict[str, Any]], report: Report, *,
@@ -245,11 +246,16 @@ def _take(message: dict[str, Any], ended: _Ended, pending: dict[str, dict[str, A
         for declined_id in declined if isinstance(declined, list) else ():
             if isinstance(declined_id, str) and declined_id in pending:
                 ended.declined.append(pending.pop(declined_id))
+            elif isinstance(declined_id, str) and declined_id in ended.reported:
+                # Reported, then declined: never so honestly. Its report came from repository code: the
+                # suite still runs elsewhere, and the host refuses a suite reported twice.
+                ended.declined.append(ended.reported.pop(declined_id))
     elif kind == "import_error":
         ended.import_error = str(message.get("reason"))
     elif kind == "suite" and suite_id is not None:
-        pending.pop(suite_id, None)  # passed on even when reported before: the host refuses a suite twice
-        report.result(message["result"])
+        if suite_id in pending:
+            ended.reported[suite_id] = pending.pop(suite_id)
+        report.result(message["result"])  # passed on even when reported before: the host refuses it twice
     elif kind == "failed" and suite_id is not None:
         report.failure(pending.pop(suite_id, {"id": suite_id}), str(message.get("reason")))
 
