@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
+from test_cli import commit, git, prtriage
 from test_engine import CI_SCRIPT, PLAIN_ARGUMENTS, TRAIN, run_policy, write_tree
 
 from app.analysis.model import Suite, SuiteResult
@@ -260,6 +261,28 @@ def test_a_leader_that_forges_every_result_and_dies_never_passes(tmp_path: Path)
     assert report.outcome("head", SUITE).outcome == "error"
     assert "repository code wrote it" in (report.outcome("head", SUITE).message or "")
     assert report.blocking or not report.could_analyse
+
+
+def test_prtriage_check_exits_1_or_3_on_each_forging_head(tmp_path: Path) -> None:
+    """The command line itself, on git revisions: never exit 0 for a head that rejects the suite."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    commit(root, {"arguments.py": BASE, "train.py": TRAIN, "tests/test_lora.py": CI_SCRIPT}, "base")
+    git(root, "tag", "base")
+    heads = {"inherited-pipes": {"arguments.py": "import forge\n" + BASE + NEW_ASSERT, "forge.py": FORGE},
+             "patched-harness": {"arguments.py": BASE + NEW_ASSERT + PATCH_HARNESS},
+             "own-result-pipe": {"arguments.py": BASE + NEW_ASSERT + FORGE_OWN_RESULT}}
+    policy = tmp_path / "policy.yml"
+    policy.write_text(yaml.safe_dump(run_policy().model_dump(mode="json", by_alias=True, exclude_unset=True)))
+    statuses = {}
+    for name, files in heads.items():
+        git(root, "checkout", "-q", "-b", name, "base")
+        commit(root, files, name)
+        result = prtriage("check", "--repo", str(root), "--base", "base", "--head", name, "--policy",
+                          str(policy), "--format", "json", cwd=tmp_path)
+        statuses[name] = result.returncode
+    assert set(statuses.values()) <= {1, 3}, statuses
 
 
 def suite_result(suite_id: str, outcome: str) -> dict[str, object]:
