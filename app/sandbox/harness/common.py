@@ -6,8 +6,8 @@ Every process that runs repository code is forked by the harness, and the first 
 message channel of its ancestors but its own (`keep_only`): what repository code finds among its descriptors
 is the pipe to its own parent, never the runner's channel or a pipe of another process. The main process,
 which runs no repository code, is not dumpable, so that no process of the sandbox can reopen its
-descriptors through /proc or trace it. A forked child's result is sealed with a secret the child draws
-before repository code runs (`_child`): a result repository code writes and exits on is not believed.
+descriptors through /proc or trace it. A forked child's result ends with a seal its parent drew before the
+fork (`_child`): a result that repository code writes into the pipe before it exits is not believed.
 """
 
 from __future__ import annotations
