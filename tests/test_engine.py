@@ -105,9 +105,7 @@ SUITES = [Suite(id=f"s{i}", script="tests/test_x.py", argv=()) for i in range(3)
 def test_unreported_suites_are_errors_with_the_reason() -> None:
     messages = [{"type": "progress", "done": 1, "total": 3, "what": "s0"},
                 {"type": "suite", **SuiteResult("s0", Outcome("accepted")).to_json()},
-                {"type": "suite", "suite_id": "s1"},  # malformed: no outcome
-                {"type": "suite", **SuiteResult("stranger", Outcome("accepted")).to_json()},
-                {"type": "suite", **SuiteResult("s0", Outcome("rejected", "ValueError", "late")).to_json()}]
+                {"type": "suite", "suite_id": "s1"}]  # malformed: no outcome
     results = collect_results(SUITES, messages, "killed by signal 9 (SIGKILL)")
     assert list(results) == ["s0", "s1", "s2"]
     assert results["s0"].outcome == Outcome("accepted")

@@ -18,7 +18,16 @@ from app.analysis.followups.followup_findings import (
     trim,
 )
 from app.analysis.followups.followups import ReferenceKind, TextReference, find_references
-from app.analysis.followups.references import MAX_MENTIONS, Text, find_mentions, pull_texts, target_of
+from app.analysis.followups.references import (
+    MAX_MENTIONS,
+    MAX_READ_CHARS,
+    MAX_TEXT_CHARS,
+    Text,
+    find_mentions,
+    pull_texts,
+    target_of,
+    within_budget,
+)
 from app.store import models as store
 
 OWNER, REPO, NUMBER = "octo", "widgets", 99  # the PR being read is octo/widgets#99
@@ -252,6 +261,42 @@ def test_not_inside_code_quotes_or_html_comments() -> None:
         "#10",
     ])
     assert kinds(body) == {"#1": "prerequisite", "#5": "followup"}
+
+
+@pytest.mark.parametrize(("body", "expected"), [
+    ("See `https://github.com/octo/widgets/pull/5` and #6.", {"#6": "mention"}),  # a URL inside code
+    ("Run ``a ` #5`` then #6.", {"#6": "mention"}),  # a span of two backticks holds a single one
+    ("a `#5` b ``#6`` c #7", {"#7": "mention"}),
+    ("Keep `` #5 ` as is.", {"#5": "mention"}),  # a run no run of its length closes is plain text
+    ("x ``a` #5 `b`", {}),  # ... and the single backticks after it still make a span
+    ("see ``` #5 in the middle of a line", {"#5": "mention"}),  # no fence there, and never closed
+    ("```\n#5\n`\n#6\n```\n#7", {"#7": "mention"}),  # a fence is not closed by one backtick
+    ("```\n#5\n`````\n#6", {"#6": "mention"}),  # but by a run at least as long
+])
+def test_inline_code_and_fences_as_commonmark_reads_them(body: str, expected: dict[str, str]) -> None:
+    assert kinds(body) == expected
+
+
+def test_backtick_runs_that_never_close_hide_nothing() -> None:
+    """Runs of 1, 2, 3 ... backticks, each once: no span anywhere (a backreference pattern took a minute
+    on 64 KiB of them; benchmarks/bench_references.py measures the reading)."""
+    runs = " ".join("`" * length for length in range(1, 300))
+    assert kinds(f"{runs} Depends on #5.") == {"#5": "prerequisite"}
+
+
+def test_each_text_and_all_of_them_are_read_up_to_a_budget() -> None:
+    long_body = "Depends on #5. " + "x" * MAX_TEXT_CHARS + " Depends on #6."
+    many = MAX_READ_CHARS // MAX_TEXT_CHARS
+    comments = [Text("comment", "y" * (MAX_TEXT_CHARS - 10) + " #7") for _ in range(many)]
+    diff = [Text("diff", "TODO(#8)", path="a.py", line=1)]
+    reading = within_budget([Text("body", long_body), *comments, *diff])
+    assert [len(t.text) for t in reading.texts[:1]] == [MAX_TEXT_CHARS]
+    assert (reading.cut, reading.skipped, reading.texts[-1].source) == (1, 1, "diff")  # the diff: its own
+    assert reading.note == ("1 text(s) longer than 65,536 characters read up to that; "
+                            "1 text(s) not read, past 1,048,576 characters")
+    found = kinds_of([Text("body", long_body), *comments, *diff])
+    assert found == {"#5": "prerequisite", "#7": "mention", "#8": "followup"}
+    assert within_budget([Text("body", "#5")]).note == ""
 
 
 def test_not_part_of_other_tokens() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import logging
 import os
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,6 @@ from app.sandbox.messages import OnProgress, progress_relay, stopped_reason
 from app.sandbox.runner import SandboxSpec, run_harness
 
 log = logging.getLogger(__name__)
-
 
 
 def validate_revision(tree: Path, policy: Policy, suites: Iterable[Suite], *, trace: Mapping[str, list[int]],
@@ -42,17 +42,39 @@ def validate_revision(tree: Path, policy: Policy, suites: Iterable[Suite], *, tr
 
 def collect_results(suites: list[Suite], messages: Iterable[dict[str, Any]],
                     reason: str) -> dict[str, SuiteResult]:
-    """The first well-formed report of each requested suite; the rest are errors with `reason`."""
+    """The one well-formed report of each requested suite; the others are errors with `reason`.
+
+    The harness reports each suite exactly once. A suite reported twice, or one nobody asked for, means
+    something other than the harness wrote to its channel: then no report of the run is believed, and
+    every suite is an error (the revision could not be analysed), never the first report that came.
+    """
     wanted = {s.id for s in suites}
     results: dict[str, SuiteResult] = {}
+    reports: Counter[str] = Counter()
     for message in messages:
         if message.get("type") != "suite":
             continue
+        reports[str(message.get("suite_id"))[:200]] += 1
         result = _parse_suite(message)
         if result is not None and result.suite_id in wanted:
             results.setdefault(result.suite_id, result)
+    if tampered := _tampering(reports, wanted):
+        return {s.id: SuiteResult(s.id, Outcome("error", message=tampered)) for s in suites}
     missing = Outcome("error", message=reason)
     return {s.id: results.get(s.id) or SuiteResult(s.id, missing) for s in suites}
+
+
+def _tampering(reports: Counter[str], wanted: set[str]) -> str | None:
+    """Why the run's reports cannot be believed, None when each suite was reported at most once."""
+    twice = sorted(suite for suite, count in reports.items() if count > 1)
+    unknown = sorted(suite for suite in reports if suite not in wanted)
+    if not twice and not unknown:
+        return None
+    what = [f"suite {suite} was reported {reports[suite]} times" for suite in twice[:3]]
+    what += [f"suite {suite} was reported but never asked for" for suite in unknown[:3]]
+    log.warning("validation results not believed: %s", "; ".join(what))
+    return ("the validation results cannot be believed, something other than the harness wrote to its "
+            f"channel: {'; '.join(what)}")
 
 
 def _parse_suite(message: dict[str, Any]) -> SuiteResult | None:

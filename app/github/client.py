@@ -17,6 +17,7 @@ from app.github.github_models import (
     CheckRunInfo,
     CommentInfo,
     CommitInfo,
+    CommitTree,
     IssueInfo,
     PullInfo,
     RateLimit,
@@ -151,6 +152,15 @@ class GitHubClient:
             raise GitHubError("repos/get-content", 200, f"{path}: too large for the contents API "
                                                         f"({content.get('size')} bytes)")
         return decode_content(str(content.get("content") or ""))
+
+    def commit_tree(self, owner: str, repo: str, sha: str) -> CommitTree:
+        """The files and symlinks of commit SHA, listed recursively by the Git Trees API."""
+        url = f"{repo_path(owner, repo)}/git/trees/{quote(sha, safe='')}"
+        answer = self._call("git/get-tree", "GET", url, params={"recursive": "1"})
+        try:
+            return CommitTree.from_api(answer)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise GitHubError("git/get-tree", 200, f"an unexpected tree listing: {exc}") from None
 
     def tarball_request(self, owner: str, repo: str, ref: str) -> tuple[str, dict[str, str]]:
         """URL and headers of GET .../tarball/{ref}, for sources.py (which streams it with httpx).

@@ -74,6 +74,24 @@ class ChangedFile:
 
 
 @dataclass(frozen=True)
+class CommitTree:
+    """A commit's files and symlinks as the Git Trees API lists them (recursively): path -> (mode, blob id).
+    `truncated`: GitHub listed only part of a tree that large."""
+
+    blobs: dict[str, tuple[str, str]]
+    truncated: bool
+
+    @classmethod
+    def from_api(cls, answer: Any) -> CommitTree:
+        entries = answer.get("tree") if isinstance(answer, dict) else None
+        if not isinstance(entries, list):
+            raise ValueError("the answer lists no tree")
+        blobs = {str(entry["path"]): (str(entry["mode"]), str(entry["sha"])) for entry in entries
+                 if isinstance(entry, dict) and entry.get("type") == "blob"}
+        return cls(blobs=blobs, truncated=bool(answer.get("truncated")))
+
+
+@dataclass(frozen=True)
 class CommitInfo:
     sha: str
     message: str

@@ -1,6 +1,7 @@
 """Source trees of commits from GitHub's tarballs: streamed to disk with httpx, unpacked with every entry
-checked first (size, count, traversal, links, devices: app/trees/tarsafe.py), cached by sha and renamed into
-place whole (app/trees/cachedir.py)."""
+checked first (size, count, traversal, links, devices: app/trees/tarsafe.py), checked against the commit's
+tree as the Git Trees API lists it (app/trees/committree.py: a tarball is made with `git archive`'s
+`export-ignore` and `export-subst`), cached by sha and renamed into place whole (app/trees/cachedir.py)."""
 
 from __future__ import annotations
 
@@ -17,8 +18,10 @@ import httpx
 from app.github import logsafe
 from app.github.client import GitHubClient
 from app.github.errors import GitHubError, TarballRefused
+from app.github.github_models import CommitTree
 from app.github.retry import AttemptFailed
 from app.trees.cachedir import cached_entry, use
+from app.trees.committree import describe, differences
 from app.trees.tarsafe import ArchiveLimits, ArchiveRefused, extract_tree
 
 log = logging.getLogger(__name__)
@@ -52,20 +55,26 @@ def download_tree(client: GitHubClient, owner: str, repo: str, sha: str, dest_ca
     if use(tree):
         return tree
     dest_cache.mkdir(parents=True, exist_ok=True)
+    label = f"{owner}/{repo} at {sha[:12]}"
+    listing = client.commit_tree(owner, repo, sha)
+    if listing.truncated:
+        raise TarballRefused(f"{label}: GitHub lists the commit's tree only in part (too large), so the "
+                             "archive cannot be checked against it")
     with tempfile.TemporaryFile(dir=dest_cache, prefix=f".{sha}.", suffix=".tar.gz") as archive:
-        log.info("downloading the tarball of %s/%s at %s", owner, repo, sha[:12])
+        log.info("downloading the tarball of %s", label)
         _download(client, owner, repo, sha, archive, limits)
-        label = f"{owner}/{repo} at {sha[:12]}"
-        return cached_entry(tree, functools.partial(_unpack, archive, limits, label))
+        return cached_entry(tree, functools.partial(_unpack, archive, limits, label, listing))
 
 
-def _unpack(archive: IO[bytes], limits: TreeLimits, label: str, partial: Path) -> None:
+def _unpack(archive: IO[bytes], limits: TreeLimits, label: str, listing: CommitTree, partial: Path) -> None:
     archive.seek(0)
     try:
         files = extract_tree(archive, partial, limits=limits)
     except ArchiveRefused as exc:
         raise TarballRefused(str(exc)) from None
-    log.info("%s: %d entries unpacked", label, files)
+    if found := differences(partial, listing.blobs):
+        raise TarballRefused(f"{label}: {describe(found)}")
+    log.info("%s: %d entries unpacked, the commit's tree exactly", label, files)
 
 
 # Downloading

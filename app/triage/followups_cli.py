@@ -19,7 +19,7 @@ from app.analysis.core.policy import Policy, builtin_policy, load_policy, parse_
 from app.analysis.followups.diffrefs import added_lines, diff_texts
 from app.analysis.followups.followup_findings import Resolution, followup_findings
 from app.analysis.followups.followups import TextReference, find_references
-from app.analysis.followups.references import Text
+from app.analysis.followups.references import Text, within_budget
 from app.analysis.verdict.workflow_commands import annotation, append_step_summary, command, escape_data
 from app.config import UsageError
 from app.github.client import TokenClient
@@ -65,6 +65,8 @@ def run(args: argparse.Namespace) -> int:
                          "GITHUB_EVENT_PATH)")
     owner, name = repository_of(event, args.repo)
     texts, base = _texts(args, event)
+    if note := within_budget(texts).note:
+        print(f"prtriage: not everything was read: {note}", file=sys.stderr)
     api_url = os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL
     references = find_references(texts, owner=owner, repo=name, number=event.number if event else 0,
                                  web_hosts=[web_host(api_url)])

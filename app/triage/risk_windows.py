@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from app.analysis.followups.diffrefs import diff_texts, patch_lines
 from app.analysis.followups.followup_findings import Resolution, awaited, risk_sentence, trim
 from app.analysis.followups.followups import TextReference, find_references
-from app.analysis.followups.references import Text, pull_texts, target_of
+from app.analysis.followups.references import Text, pull_texts, target_of, within_budget
 from app.github.client import GitHubClient
 from app.github.github_models import ChangedFile, PullInfo
 from app.github.reference_states import (
@@ -67,6 +67,8 @@ def read_references(client: GitHubClient, owner: str, repo: str, pull: PullInfo,
     texts = pull_texts(title=pull.title, body=pull.body, commits=[commit.message for commit in commits],
                        comments=[(comment.author, comment.body) for comment in comments], author=pull.author)
     texts += pull_diff_texts(client.list_changed_files(owner, repo, pull.number))
+    if note := within_budget(texts).note:
+        log.warning("%s/%s#%d: not everything was read: %s", owner, repo, pull.number, note)
     found = find_references(texts, owner=owner, repo=repo, number=pull.number, web_hosts=[web_host(api_url)])
     return with_commits_resolved(client, found, number=pull.number)
 

@@ -129,8 +129,9 @@ def test_github_enterprise_base_path(fake_github_factory, github_app_key, policy
     assert (tree / "train.py").read_text() == "print('train')\n"
 
     paths = [request.path for request in fake.calls()]
-    assert len(paths) == 7 and all(path.startswith("/api/v3/") for path in paths), paths
-    assert [request.status for request in fake.calls()] == [201, 200, 200, 200, 200, 200, 302]
+    assert len(paths) == 8 and all(path.startswith("/api/v3/") for path in paths), paths
+    assert "/api/v3/repos/octo/widgets/git/trees/" + HEAD in paths  # the tarball is checked against it
+    assert [request.status for request in fake.calls()] == [201, 200, 200, 200, 200, 200, 200, 302]
     app.close()
 
 

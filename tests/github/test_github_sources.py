@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import stat
+import subprocess
 import tarfile
 from pathlib import Path
 
@@ -185,3 +187,58 @@ def test_a_symlink_chain_that_stays_inside_is_kept(fake: FakeGitHub, client: Git
 
     assert (tree / "alias.py").read_text() == "x = 1\n"
     assert (tree / "pkg" / "copy.py").read_text() == "x = 1\n"
+
+
+def git_archive_of(tmp_path: Path, files: dict[str, str]) -> tuple[Path, bytes, str]:
+    """A git repository holding FILES in one commit: its checkout, `git archive`'s tarball of it (made as
+    GitHub makes its tarballs, `.gitattributes` applied) and the commit's sha."""
+    work = tmp_path / "work"
+    for name, content in files.items():
+        (work / name).parent.mkdir(parents=True, exist_ok=True)
+        (work / name).write_text(content)
+
+    def git(*args: str) -> bytes:
+        return subprocess.run(["git", "-C", str(work), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                              check=True, capture_output=True).stdout
+
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-q", "-m", "one")
+    sha = git("rev-parse", "HEAD").decode().strip()
+    archive = git("archive", "--format=tar.gz", f"--prefix=octo-widgets-{sha[:7]}/", "HEAD")
+    shutil.rmtree(work / ".git")
+    return work, archive, sha
+
+
+HIDDEN_CHECK = {
+    "pkg/arguments.py": "try:\n    from pkg.strict import check\nexcept ImportError:\n    check = None\n",
+    "pkg/strict.py": "def check(args):\n    assert not args.colocate\n",
+    "pkg/version.py": "REVISION = '$Format:%H$'\n",
+}
+
+
+@pytest.mark.parametrize(("attributes", "named"), [
+    ("pkg/strict.py export-ignore\n", "pkg/strict.py is missing"),
+    ("pkg/version.py export-subst\n", "pkg/version.py differs"),
+])
+def test_a_tarball_without_what_the_commit_has_is_refused(fake: FakeGitHub, client: GitHubClient,
+                                                          tmp_path: Path, attributes: str, named: str):
+    """A head hiding its new check from GitHub's tarball with .gitattributes (the checkout has it)."""
+    checkout, archive, sha = git_archive_of(tmp_path, {**HIDDEN_CHECK, ".gitattributes": attributes})
+    fake.set_tarball("octo/widgets", sha, archive)
+    fake.set_tree("octo/widgets", sha, checkout)
+
+    with pytest.raises(TarballRefused, match=f"not the commit's tree .*: {named}"):
+        download_tree(client, "octo", "widgets", sha, tmp_path / "cache")
+    assert os.listdir(tmp_path / "cache") == []  # nothing of it is kept
+
+
+def test_a_git_archive_without_export_attributes_is_the_commits_tree(fake: FakeGitHub, client: GitHubClient,
+                                                                     tmp_path: Path):
+    checkout, archive, sha = git_archive_of(tmp_path, {**HIDDEN_CHECK, ".gitattributes": "*.py text\n"})
+    fake.set_tarball("octo/widgets", sha, archive)
+    fake.set_tree("octo/widgets", sha, checkout)
+
+    tree = download_tree(client, "octo", "widgets", sha, tmp_path / "cache")
+
+    assert (tree / "pkg" / "strict.py").read_text() == HIDDEN_CHECK["pkg/strict.py"]

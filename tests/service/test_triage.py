@@ -194,6 +194,28 @@ def test_a_blind_analysis_completes_its_check_action_required_with_the_reason_an
     assert run.summary is not None and run.summary["health"]["could_analyse"] is False
 
 
+def test_a_head_whose_tarball_leaves_out_a_validation_file_of_the_commit_completes_action_required(
+        service: Service, miles: FakeGitHub, twin_trees: dict[str, Path], tmp_path: Path) -> None:
+    """`export-ignore` in the head's .gitattributes: GitHub's tarball lacks a file the checkout has (the one
+    holding the new check, imported under `try/except ImportError`). Never analysed as if it were absent."""
+    fake, head = miles, sha("head hiding its check from the tarball")
+    hidden = "miles/utils/strict_checks.py"
+    commit = copy_tree(twin_trees["incident"], tmp_path / "commit",
+                       edits={hidden: "def check(args):\n    assert not args.colocate\n",
+                              ".gitattributes": f"{hidden} export-ignore\n"})
+    archived = copy_tree(commit, tmp_path / "archived")
+    (archived / hidden).unlink()
+    fake.add_tarball(MILES, head, archived)
+    fake.set_tree(MILES, head, commit)
+    fake.add_pull(MILES, 34, head_sha=head, base_sha=BASE, files=[ARGUMENTS, hidden, ".gitattributes"])
+    deliver(service, fake, "opened", 34, head)
+    service.drain()
+    [check] = fake.check_runs(MILES)
+    assert (check.status, check.conclusion, check.actions) == ("completed", "action_required", [RERUN])
+    assert "the archive is not the commit's tree" in check.output["summary"]
+    assert f"{hidden.replace('_', chr(92) + '_')} is missing" in check.output["summary"]  # as markdown
+
+
 def test_an_internal_error_completes_the_check_action_required_with_the_rerun_button(
         service: Service, miles: FakeGitHub) -> None:
     fake, head = miles, sha("head whose base GitHub names badly")

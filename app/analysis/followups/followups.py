@@ -29,6 +29,7 @@ Measured on labelled real histories: `scripts/eval_followups.py`, `benchmarks/fo
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 import re
 from collections.abc import Iterable, Sequence
@@ -253,6 +254,7 @@ def classify(mention: Mention, same_sentence: Sequence[Mention] = (), *,
     return kind
 
 
+@functools.lru_cache(maxsize=4096)  # a sentence of the same reference again and again is classified once
 def _by_rules(marked: str, series: Position | None) -> ReferenceKind:
     for index, (kind, patterns, negatable) in enumerate(RULES):
         if index == 1:  # after the revert's grammar, a part of this PR's series says where it stands

@@ -14,6 +14,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import re
+from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Literal
@@ -21,6 +22,8 @@ from typing import Literal
 Source = Literal["title", "body", "commit", "comment", "diff"]
 StackPlace = Literal["", "above", "self", "below"]
 MAX_MENTIONS = 500  # of the PR's texts, and as many again of its diff (each its own budget)
+MAX_TEXT_CHARS = 65_536  # of one text: GitHub's own limit for a PR's body or a comment
+MAX_READ_CHARS = 1_048_576  # of the PR's texts, and as many again of its diff (each its own budget)
 MAX_NUMBER = 2**31 - 1  # GitHub numbers fit a 32-bit integer; anything longer is not a reference
 
 _HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.S)
@@ -30,7 +33,8 @@ _ALERT = re.compile(r" {0,3}>\s*\[!(?:NOTE|TIP|IMPORTANT|WARNING|CAUTION)\]", re
 _STACK_ENTRY = re.compile(r"(__->__\s*)?(?:[\w.-]+/[\w.-]+)?#\d+|(__->__\s*)?https?://\S+/pull/\d+/?")
 _LINK_TEXT_MAX = 200
 _LINK_TEXT = re.compile(rf"\[[^\[\]\n]{{0,{_LINK_TEXT_MAX - 10}}}\]\(\s*\Z")  # the text before "](URL"
-_QUOTED = re.compile(r"\"[^\"\n]{0,300}\"|\u201c[^\u201d\n]{0,300}\u201d")  # a title, not a page
+_QUOTE_MARKS = re.compile("[\"\u201c\u201d\n]")
+_QUOTED_MAX = 300  # characters between the quotes: a title, not a page
 _BLOCK_START = re.compile(r"\s*(?:[-*+]\s|\d{1,3}[.)]\s|\|)")  # list item, table row
 _ITEM = re.compile(r"\s*(?:[-*+]|\d{1,3}[.)])\s")
 _HEADING = re.compile(r" {0,3}#{1,6}\s")
@@ -39,7 +43,7 @@ _LEAD_WORDS = 8  # a lead-in longer than this is a sentence of its own, not a li
 _LIST_MARK = re.compile(r"^(?:[-*+]\s+(?:\[[ xX]\]\s+)?|\d{1,3}[.)]\s+|#{1,6}\s+)")
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+")
 _ABBREVIATION = re.compile(r"\b(?:e\.g|i\.e|etc|vs|cf|approx|incl|resp|fig)\.$", re.I)
-_INLINE_CODE = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)", re.S)
+_BACKTICKS = re.compile(r"`+")
 # A link ends at whitespace, or at a ")" or "]" it did not open: "[#1](url1)、[#2](url2)" is two links.
 _ANY_URL = re.compile(r"https?://[^\s<>\"'`()\[\]]+(?:\([^\s<>\"'`()]*\)[^\s<>\"'`()\[\]]*)*", re.I)
 _SLUG = r"(?P<owner>[A-Za-z0-9](?:[A-Za-z0-9-]{0,38}))/(?P<repo>[A-Za-z0-9_.-]{1,100})"
@@ -97,6 +101,44 @@ def pull_texts(*, title: str, body: str, commits: Iterable[str], comments: Itera
     return texts
 
 
+@dataclass(frozen=True)
+class Reading:
+    """The texts a PR's references are read from, within the budgets, and what the budgets left out."""
+
+    texts: list[Text]
+    cut: int = 0  # texts longer than MAX_TEXT_CHARS, read up to it
+    skipped: int = 0  # texts not read at all: their budget of MAX_READ_CHARS was spent
+
+    @property
+    def note(self) -> str:
+        """What was not read, in a sentence; "" when everything was."""
+        parts = []
+        if self.cut:
+            parts.append(f"{self.cut} text(s) longer than {MAX_TEXT_CHARS:,} characters read up to that")
+        if self.skipped:
+            parts.append(f"{self.skipped} text(s) not read, past {MAX_READ_CHARS:,} characters")
+        return "; ".join(parts)
+
+
+def within_budget(texts: Iterable[Text]) -> Reading:
+    """TEXTS as they are read: each up to MAX_TEXT_CHARS, and MAX_READ_CHARS of the PR's texts (and as
+    many of its diff) in all, so that one triage's reading is bounded whatever the PR's author writes."""
+    kept: list[Text] = []
+    spent = {False: 0, True: 0}  # by whether from the diff
+    cut = skipped = 0
+    for text in texts:
+        from_diff = text.source == "diff"
+        if spent[from_diff] + min(len(text.text), MAX_TEXT_CHARS) > MAX_READ_CHARS:
+            skipped += 1
+            continue
+        if len(text.text) > MAX_TEXT_CHARS:
+            cut += 1
+            text = dataclasses.replace(text, text=text.text[:MAX_TEXT_CHARS])
+        spent[from_diff] += len(text.text)
+        kept.append(text)
+    return Reading(kept, cut, skipped)
+
+
 def find_mentions(texts: Iterable[Text], *, owner: str, repo: str, number: int,
                   web_hosts: Iterable[str] = ()) -> list[Mention]:
     """Every reference in TEXTS, in order, except to the PR itself (owner/repo#number).
@@ -104,13 +146,14 @@ def find_mentions(texts: Iterable[Text], *, owner: str, repo: str, number: int,
     `#N` and `GH-N` are in owner/repo. Links count on github.com and on WEB_HOSTS (a GitHub Enterprise
     host, e.g. `ghe.example`, from the API URL). The first MAX_MENTIONS of the PR's texts and of its diff
     only: classifying costs a few regular expressions each, and a release PR listing 3000 changes must not
-    hold a worker for seconds; nor may a diff full of links crowd out what the description promises.
+    hold a worker for seconds; nor may a diff full of links crowd out what the description promises. The
+    texts are read within their budgets (`within_budget`), and reading is linear in their length.
     """
     url = _url_pattern(["github.com", *web_hosts])
     own = (owner.lower(), repo.lower(), number)
     found: list[Mention] = []
     counts = {False: 0, True: 0}  # by whether from the diff
-    for text in texts:
+    for text in within_budget(texts).texts:
         from_diff = text.source == "diff"
         if counts[from_diff] == MAX_MENTIONS:
             continue
@@ -226,8 +269,7 @@ def _stack_places(blocks: list[tuple[str, str]]) -> list[StackPlace]:
 def _split_sentences(paragraph: str) -> Iterator[str]:
     """At ". ", "! ", "? ": not after "e.g." and the like, nor inside inline code (`a. b`) or double
     quotes (`Revert "Load lazily. (#12)"`)."""
-    code = _merged(sorted((span.start(), span.end())  # a quoted title is not split either
-                          for pattern in (_INLINE_CODE, _QUOTED) for span in pattern.finditer(paragraph)))
+    code = _merged(sorted(_code_spans(paragraph) + _quoted_spans(paragraph)))  # a quoted title: not split
     start = 0
     for end in _SENTENCE_END.finditer(paragraph):
         head = paragraph[max(start, end.start() - 12):end.start()].rstrip("\"')]")  # the last word
@@ -239,6 +281,60 @@ def _split_sentences(paragraph: str) -> Iterator[str]:
         start = end.end()
     if paragraph[start:].strip():
         yield paragraph[start:].strip()
+
+
+def _code_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each inline code span of TEXT, as CommonMark reads them: a run of backticks opens a
+    span that the next run of exactly as many backticks closes; a run no such run follows is plain text.
+
+    One pass over the runs, each taken from its queue once: linear whatever the runs. (A regular
+    expression with a backreference tries every run against the rest of the text: a 64 KiB body of runs
+    that never close took a minute.)
+    """
+    runs = [(run.start(), run.end()) for run in _BACKTICKS.finditer(text)]
+    later: dict[int, deque[int]] = {}  # by length: the runs of that length, in order
+    for index, (start, end) in enumerate(runs):
+        later.setdefault(end - start, deque()).append(index)
+    spans: list[tuple[int, int]] = []
+    index = 0
+    while index < len(runs):
+        start, end = runs[index]
+        same = later[end - start]
+        while same and same[0] <= index:
+            same.popleft()
+        if same:
+            closing = same.popleft()
+            spans.append((start, runs[closing][1]))
+            index = closing + 1
+        else:
+            index += 1
+    return spans
+
+
+def _quoted_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each "..." or \u201c...\u201d of TEXT: at most _QUOTED_MAX characters on one line,
+    left to right, none inside another. Found from the quote marks alone (a pattern trying 300 characters
+    after each of 64 Ki opening quotes held the GIL for 0.2 s in one call)."""
+    marks: dict[str, list[int]] = {mark: [] for mark in "\"\u201c\u201d\n"}
+    for mark in _QUOTE_MARKS.finditer(text):
+        marks[mark.group()].append(mark.start())
+    spans: list[tuple[int, int]] = []
+    after = 0
+    for start in sorted(marks["\""] + marks["\u201c"]):
+        if start < after:
+            continue
+        close = _next(marks["\"" if text[start] == "\"" else "\u201d"], start + 1)
+        line_end = _next(marks["\n"], start + 1)
+        if close is not None and close - start - 1 <= _QUOTED_MAX and (line_end is None or line_end > close):
+            spans.append((start, close + 1))
+            after = close + 1
+    return spans
+
+
+def _next(positions: list[int], at: int) -> int | None:
+    """The first of the sorted POSITIONS at or after AT."""
+    index = bisect.bisect_left(positions, at)
+    return positions[index] if index < len(positions) else None
 
 
 def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -262,8 +358,8 @@ def _mentions_in(sentence: str, source: Source, owner: str, repo: str, url: re.P
     def free(start: int, end: int) -> bool:
         return not any(taken[start:end])
 
-    for code in _INLINE_CODE.finditer(sentence):
-        take(code.start(), code.end())
+    for start, end in _code_spans(sentence):
+        take(start, end)
 
     def mention(target_owner: str, target_repo: str, match: re.Match[str], group: int | str = 0,
                 **extra: str | None) -> Mention:

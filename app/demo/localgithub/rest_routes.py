@@ -14,6 +14,7 @@ from urllib.parse import quote
 
 from app.demo.localgithub import rest_shapes
 from app.demo.localgithub.state import FakeCheckRun, FakeComment, FakeReaction, FakeRepo, IssuedToken
+from app.demo.localgithub.tarballs import blobs_of_tarball, tree_listing
 
 if TYPE_CHECKING:
     from app.demo.localgithub.server import FakeGitHub
@@ -359,6 +360,18 @@ def get_tarball(fake: FakeGitHub, call: Call) -> Reply:
     return Reply(302, headers={"Location": location}, raw=b"")
 
 
+def get_tree(fake: FakeGitHub, call: Call) -> Reply:
+    """The commit's files, recursively (as prtriage asks): set with `set_tree`, else its tarball's."""
+    assert call.repo is not None
+    ref = call.params["ref"]
+    if ref not in call.repo.trees and ref not in call.repo.tarballs:
+        return not_found()
+    blobs = call.repo.trees.get(ref)
+    if blobs is None:
+        blobs = blobs_of_tarball(call.repo.tarballs[ref])
+    return Reply(200, tree_listing(ref, blobs))
+
+
 def _pattern(template: str) -> re.Pattern[str]:
     """The regular expression of a description path: ids and numbers are digits, a path or ref is the rest."""
     def group(match: re.Match[str]) -> str:
@@ -394,4 +407,5 @@ ROUTES = [route(method, template, auth, handler) for method, template, auth, han
     ("GET", "/repos/{owner}/{repo}/contents/{path}", "installation", get_contents),
     ("GET", "/repos/{owner}/{repo}/compare/{basehead}", "installation", compare),
     ("GET", "/repos/{owner}/{repo}/tarball/{ref}", "installation", get_tarball),
+    ("GET", "/repos/{owner}/{repo}/git/trees/{ref}", "installation", get_tree),
 ]]

@@ -33,7 +33,7 @@ from app.demo.localgithub.state import (
     IssuedToken,
     RecordedRequest,
 )
-from app.demo.localgithub.tarballs import build_tarball
+from app.demo.localgithub.tarballs import blobs_of_directory, build_tarball
 
 # The manifest conversion: no authentication, the code is the credential (app/demo/localgithub/manifests.py).
 API_ROUTES = [*ROUTES, route("POST", "/app-manifests/{code}/conversions", "none", manifests.convert)]
@@ -249,6 +249,12 @@ class FakeGitHub:
         with self._lock:
             self._repo(full_name).tarballs[ref] = data
         return data
+
+    def set_tree(self, full_name: str, ref: str, directory: Path) -> None:
+        """The Git Trees API lists DIRECTORY's files for REF, whatever its tarball holds: a tarball made
+        with `.gitattributes`' export-ignore leaves out files that the commit has."""
+        with self._lock:
+            self._repo(full_name).trees[ref] = blobs_of_directory(directory)
 
     # Reading what happened
 

@@ -87,6 +87,8 @@ class FakeRepo:
     issues: dict[int, FakeIssue] = field(default_factory=dict)
     files: dict[tuple[str, str], bytes] = field(default_factory=dict)  # (ref, path) -> content
     tarballs: dict[str, bytes] = field(default_factory=dict)  # ref -> gzip tarball
+    # ref -> the commit's files as the Git Trees API lists them; by default, what its tarball holds
+    trees: dict[str, dict[str, tuple[str, str]]] = field(default_factory=dict)
     roles: dict[str, str] = field(default_factory=dict)  # lower-case login -> admin, maintain, write …
     # (base, head) -> their merge base; a pair not set has the base as its merge base, one set to None
     # has no common history (the compare API answers 404)

@@ -3,7 +3,9 @@ header), and raw ones for hostile-archive tests."""
 
 from __future__ import annotations
 
+import hashlib
 import io
+import os
 import tarfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -52,3 +54,50 @@ def entry(name: str, kind: bytes = tarfile.REGTYPE, *, content: bytes | None = N
     if size is not None:
         member.size = size
     return member, content
+
+
+Blobs = dict[str, tuple[str, str]]  # path -> (git mode, blob id), as the Git Trees API lists them
+
+
+def _blob_id(data: bytes) -> str:
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
+def blobs_of_tarball(data: bytes) -> Blobs:
+    """The files and symlinks of a tarball built here, as the Git Trees API would list its commit's."""
+    blobs: Blobs = {}
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tar:
+            for member in tar:
+                path = member.name.partition("/")[2]
+                if member.issym():
+                    blobs[path] = ("120000", _blob_id(member.linkname.encode()))
+                elif (member.isreg() or member.islnk()) and path:
+                    content = tar.extractfile(member)
+                    mode = "100755" if member.mode & 0o111 else "100644"
+                    blobs[path] = (mode, _blob_id(content.read() if content else b""))
+    except (tarfile.TarError, EOFError, OSError, KeyError, ValueError):
+        return {}  # a hostile archive: its commit lists nothing
+    return blobs
+
+
+def blobs_of_directory(directory: Path) -> Blobs:
+    """DIRECTORY's files and symlinks as the Git Trees API lists a commit's (directories not followed)."""
+    blobs: Blobs = {}
+    for root, subdirectories, files in os.walk(directory):
+        for name in files + [d for d in subdirectories if (Path(root) / d).is_symlink()]:
+            path = Path(root) / name
+            relative = path.relative_to(directory).as_posix()
+            if path.is_symlink():
+                blobs[relative] = ("120000", _blob_id(os.readlink(path).encode()))
+            else:
+                mode = "100755" if os.access(path, os.X_OK) else "100644"
+                blobs[relative] = (mode, _blob_id(path.read_bytes()))
+    return blobs
+
+
+def tree_listing(sha: str, blobs: Blobs) -> dict[str, object]:
+    """The Git Trees API's answer (recursive) for a commit holding BLOBS."""
+    entries = [{"path": path, "mode": mode, "type": "blob", "sha": blob, "size": 0} for path, (mode, blob)
+               in sorted(blobs.items())]
+    return {"sha": sha, "tree": entries, "truncated": False}

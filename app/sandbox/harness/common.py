@@ -1,11 +1,19 @@
 """What both harness programs share: the job file, the message channel and a fork pool with time limits.
 
 Runs INSIDE the sandbox next to the repository's code: imports nothing of `app`, only the standard library.
+
+Every process that runs repository code is forked by the harness, and the first thing it does is close every
+message channel of its ancestors but its own (`keep_only`): what repository code finds among its descriptors
+is the pipe to its own parent, never the runner's channel or a pipe of another process. The main process,
+which runs no repository code, is not dumpable, so that no process of the sandbox can reopen its
+descriptors through /proc or trace it. A forked child's result ends with a seal its parent drew before the
+fork (`_child`): a result that repository code writes into the pipe before it exits is not believed.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import os
 import select
@@ -21,7 +29,11 @@ T = TypeVar("T")
 MAX_RESULT_BYTES = 8 * 1024 * 1024
 STDERR_TAIL_BYTES = 2000
 
+PR_SET_DUMPABLE = 4
+SEAL_BYTES = 16
+
 _channel: int | None = None
+_held: set[int] = set()  # the message channels this process holds; a process forked from it closes them
 
 
 def load_job() -> dict[str, Any]:
@@ -39,19 +51,45 @@ def open_channel() -> None:
     global _channel
     sys.stdout.flush()
     _channel = os.dup(1)
+    _held.add(_channel)
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.close(devnull)
+    _undumpable()
+
+
+def _undumpable() -> None:
+    """No process of the sandbox (they all share its uid) may open this one's descriptors through
+    /proc/<pid>/fd, read its memory or trace it; the processes forked from it inherit this."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
+
+
+def hold(fd: int) -> None:
+    """`fd` is a message channel of this process: the processes it forks must close it."""
+    _held.add(fd)
+
+
+def let_go(fd: int) -> None:
+    _held.discard(fd)
+
+
+def keep_only(fd: int) -> None:
+    """In a process just forked, before any repository code runs in it: close every message channel it
+    inherited but `fd`, its own channel to its parent."""
+    global _channel
+    for other in _held - {fd}:
+        with contextlib.suppress(OSError):
+            os.close(other)
+    _held.clear()
+    _held.add(fd)
+    _channel = None  # the runner's channel is the main process's alone
 
 
 def send(message: dict[str, Any]) -> None:
     """Write one JSON line to the runner."""
-    data = (json.dumps(message, default=str) + "\n").encode()
-    fd = _channel if _channel is not None else 1
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
+    _write_all(_channel if _channel is not None else 1, (json.dumps(message, default=str) + "\n").encode())
 
 
 def progress(done: int, total: int, what: str) -> None:
@@ -80,21 +118,22 @@ def _stderr_tail(pid: int) -> str:
     return tail.strip()
 
 
-def _child(task: Any, work: Callable[[Any], dict[str, Any]], write_fd: int) -> None:
-    """Runs in the forked child: never returns."""
+def _child(task: Any, work: Callable[[Any], dict[str, Any]], write_fd: int, seal: bytes) -> None:
+    """Runs in the forked child: never returns.
+
+    It writes the result, then the seal its parent drew for it before the fork: the parent believes only
+    exactly that. Repository code that writes a result of its own into the pipe and leaves does not know
+    the seal (it would have to look for it in the harness's memory: docs/security.md, "Trust model").
+    """
     code = 0
     try:
+        keep_only(write_fd)  # children answer through their pipe only
         os.setpgid(0, 0)  # so a timeout kills whatever the child started, too
         err = os.open(_stderr_path(os.getpid()), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         os.dup2(err, 2)
         os.close(err)
-        if _channel is not None:
-            os.close(_channel)  # children answer through their pipe only
         result = work(task)
-        payload = json.dumps(result, default=str).encode()
-        view = memoryview(payload)
-        while view:
-            view = view[os.write(write_fd, view):]
+        _write_all(write_fd, json.dumps(result, default=str).encode() + b"\n" + seal)
     except BaseException:  # the child must always reach _exit
         traceback.print_exc()
         code = 70
@@ -102,11 +141,23 @@ def _child(task: Any, work: Callable[[Any], dict[str, Any]], write_fd: int) -> N
         os._exit(code)
 
 
-class _Running:
-    __slots__ = ("buffer", "deadline", "fd", "pid", "task")
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
-    def __init__(self, task: Any, pid: int, fd: int, deadline: float) -> None:
-        self.task, self.pid, self.fd, self.deadline = task, pid, fd, deadline
+
+def _unsealed(buffer: bytes, seal: bytes) -> bytes | None:
+    """The result before the child's seal; None when the seal does not end the pipe's bytes."""
+    result, _, trailer = buffer.rpartition(b"\n")
+    return result if trailer == seal else None
+
+
+class _Running:
+    __slots__ = ("buffer", "deadline", "fd", "pid", "seal", "task")
+
+    def __init__(self, task: Any, pid: int, fd: int, deadline: float, seal: bytes) -> None:
+        self.task, self.pid, self.fd, self.deadline, self.seal = task, pid, fd, deadline, seal
         self.buffer = bytearray()
 
 
@@ -125,14 +176,16 @@ def run_forked(tasks: Sequence[T], work: Callable[[T], dict[str, Any]], *, worke
         while pending and len(running) < max(1, workers):
             task = pending.pop()
             read_fd, write_fd = os.pipe()
+            seal = os.urandom(SEAL_BYTES).hex().encode()
             sys.stdout.flush()
             sys.stderr.flush()
             pid = os.fork()
             if pid == 0:
                 os.close(read_fd)
-                _child(task, work, write_fd)
+                _child(task, work, write_fd, seal)
             os.close(write_fd)
-            running[read_fd] = _Running(task, pid, read_fd, time.monotonic() + timeout)
+            hold(read_fd)  # a sibling forked later must not read this child's result
+            running[read_fd] = _Running(task, pid, read_fd, time.monotonic() + timeout, seal)
         _pump(running, on_result, on_failure)
 
 
@@ -157,18 +210,23 @@ def _pump(running: dict[int, _Running], on_result: Callable[[Any, dict[str, Any]
 def _finish(entry: _Running, reason: str | None, on_result: Callable[[Any, dict[str, Any]], None],
             on_failure: Callable[[Any, str], None]) -> None:
     os.close(entry.fd)
+    let_go(entry.fd)
     if reason is not None:
         _kill_group(entry.pid)
     status = _reap(entry.pid)
     if reason is None and status != 0:
         reason = _describe_status(status)
     if reason is None:
-        try:
-            on_result(entry.task, json.loads(entry.buffer.decode()))
-            _stderr_tail(entry.pid)
-            return
-        except ValueError:
-            reason = "sent a result that is not JSON"
+        result = _unsealed(bytes(entry.buffer), entry.seal)
+        if result is None:
+            reason = "its result pipe held something other than the harness's sealed result"
+        else:
+            try:
+                on_result(entry.task, json.loads(result.decode()))
+                _stderr_tail(entry.pid)
+                return
+            except ValueError:
+                reason = "sent a result that is not JSON"
     tail = _stderr_tail(entry.pid)
     on_failure(entry.task, f"{reason}: {tail}" if tail else reason)
 

@@ -8,6 +8,9 @@ leader and a warm leader each note the environment variables read while building
 by a leader gets another leader (another import); one declined by a warm leader gets another warm leader,
 forked from the same import. Each process streams one line per suite to its parent, and only the main
 process writes to the runner: a process that dies or stalls costs only the suites it had not reported yet.
+Every line about a suite is passed on, even one about a suite reported before or never given to that
+process: repository code in a leader can write into its pipe, and the host makes a suite reported twice
+an error of the whole run instead of believing the first report (app/engine/suite_validation.py).
 
 What the first warm-up imported from installed packages (not the repository's own modules: their import may
 depend on what validation did before it), the leader imports before it forks the next warm leader, watched
@@ -200,6 +203,7 @@ class _Ended:
     declined: list[dict[str, Any]] = field(default_factory=list)
     imported: list[str] = field(default_factory=list)  # installed modules a warm leader's warm-up imported
     answers: str = ""  # the memoized answers a warm leader's warm-up computed (memo.export)
+    reported: dict[str, dict[str, Any]] = field(default_factory=dict)  # the suites it reported, by id
 
 
 def _follow(work: Callable[[Send], None], pending: dict[str, dict[str, Any]], report: Report, *,
@@ -210,8 +214,10 @@ def _follow(work: Callable[[Send], None], pending: dict[str, dict[str, Any]], re
     pid = os.fork()
     if pid == 0:
         os.close(read_fd)
+        common.keep_only(write_fd)  # before its repository code runs: no channel of another process
         _become(lambda: work(lambda message: _write_line(write_fd, message)))
     os.close(write_fd)
+    common.hold(read_fd)
     ended = _Ended("started", "")
     stalled = None
     deadline = _Deadline(stall_seconds)
@@ -223,6 +229,7 @@ def _follow(work: Callable[[Send], None], pending: dict[str, dict[str, Any]], re
                 break
             deadline.extend(stall_seconds)
             _take(message, ended, pending, report)
+    common.let_go(read_fd)
     ended.reason = _with_tail(stalled or f"the group leader {_describe(_reap(pid))}", pid)
     return ended
 
@@ -239,13 +246,18 @@ def _take(message: dict[str, Any], ended: _Ended, pending: dict[str, dict[str, A
         for declined_id in declined if isinstance(declined, list) else ():
             if isinstance(declined_id, str) and declined_id in pending:
                 ended.declined.append(pending.pop(declined_id))
+            elif isinstance(declined_id, str) and declined_id in ended.reported:
+                # Reported, then declined: never so honestly. Its report came from repository code: the
+                # suite still runs elsewhere, and the host refuses a suite reported twice.
+                ended.declined.append(ended.reported.pop(declined_id))
     elif kind == "import_error":
         ended.import_error = str(message.get("reason"))
-    elif kind == "suite" and suite_id in pending:
-        del pending[suite_id]
-        report.result(message["result"])
-    elif kind == "failed" and suite_id in pending:
-        report.failure(pending.pop(suite_id), str(message.get("reason")))
+    elif kind == "suite" and suite_id is not None:
+        if suite_id in pending:
+            ended.reported[suite_id] = pending.pop(suite_id)
+        report.result(message["result"])  # passed on even when reported before: the host refuses it twice
+    elif kind == "failed" and suite_id is not None:
+        report.failure(pending.pop(suite_id, {"id": suite_id}), str(message.get("reason")))
 
 
 class _Deadline:

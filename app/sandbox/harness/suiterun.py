@@ -74,7 +74,7 @@ def run_suite(revision: Revision, suite: dict[str, Any]) -> dict[str, Any]:
     if outcome["outcome"] != "accepted":
         remaining = revision.suite_seconds - (time.monotonic() - started)
         events = record_mode(revision, suite, max(0.1, remaining * RECORD_SHARE))
-    return {"suite_id": suite["id"], "outcome": outcome, "events": events,
+    return {"suite_id": suite["id"], "token": suite.get("token"), "outcome": outcome, "events": events,
             "known_flags": tolerant.ledger.known_flags(suite["argv"]),
             "tolerated_flags": list(tolerant.ledger.tolerated_flags), "learned": learned,
             "lines_hit": lines_hit}

@@ -7,9 +7,11 @@ nothing of `app`, only the standard library and sibling harness modules. Sends o
 
 from __future__ import annotations
 
+import hmac
 import importlib
 import inspect
 import os
+import secrets
 import sys
 import types
 from typing import TYPE_CHECKING, Any
@@ -48,6 +50,8 @@ else:
 HARNESS_MODULES = ("bytecache", "common", "entryscript", "envprobe", "fsfakes", "hugepages", "hydra_entry",
                    "leader", "linewatch", "memo", "record", "sourcememo", "stubs", "suiterun", "tolerant",
                    "vpaths", "globs")
+_HARNESS: list[types.ModuleType] = []
+TOKEN = "token"  # the key of a suite's token, in the suite and in its result (suiterun.run_suite)
 
 
 class Job:
@@ -125,21 +129,39 @@ def _instance_method(owner: Any, name: str) -> Any:
 
 
 class Progress:
-    """Sends every suite's message once, with progress, and remembers the first fatal reason."""
+    """Sends every suite's message, with progress, and remembers the first fatal reason.
 
-    def __init__(self, total: int) -> None:
-        self.total, self.done, self.fatal_sent = total, 0, False
+    Each suite carries a token drawn here, before any repository code runs, that its child puts in its
+    result: a result without its suite's token was written by repository code (a module writing lines into
+    the pipe it inherited), and is sent as an error of that suite. Code that looks for the tokens in the
+    harness's memory is beyond this (docs/security.md, "Trust model").
+    """
+
+    def __init__(self, suites: list[dict[str, Any]]) -> None:
+        self.total, self.done, self.fatal_sent = len(suites), 0, False
+        self.tokens: dict[str, str] = {}
+        for suite in suites:
+            suite[TOKEN] = self.tokens[suite["id"]] = secrets.token_hex(16)
 
     def result(self, result: dict[str, Any]) -> None:
+        token = result.pop(TOKEN, None)
+        expected = self.tokens.get(result["suite_id"])
+        if not isinstance(token, str) or expected is None or not hmac.compare_digest(token, expected):
+            self.failure({"id": result["suite_id"]}, "a report of this suite came from elsewhere than its "
+                                                     "harness process: repository code wrote it")
+            return
+        self._send(result)
+
+    def failure(self, suite: dict[str, Any], reason: str) -> None:
+        self._send({"suite_id": suite["id"], "events": [], "known_flags": [], "tolerated_flags": [],
+                    "learned": [], "lines_hit": {},
+                    "outcome": {"outcome": "error", "exception": None, "message": reason, "path": None,
+                                "line": None}})
+
+    def _send(self, result: dict[str, Any]) -> None:
         common.send({"type": "suite", **result})
         self.done += 1
         common.progress(self.done, self.total, f"suite {result['suite_id']}")
-
-    def failure(self, suite: dict[str, Any], reason: str) -> None:
-        self.result({"suite_id": suite["id"], "events": [], "known_flags": [], "tolerated_flags": [],
-                     "learned": [], "lines_hit": {},
-                     "outcome": {"outcome": "error", "exception": None, "message": reason, "path": None,
-                                 "line": None}})
 
     def import_failure(self, reason: str) -> None:
         if not self.fatal_sent:
@@ -151,7 +173,7 @@ def main() -> None:
     common.open_channel()
     _isolate_harness_modules()
     job = Job(common.load_job())
-    progress = Progress(len(job.suites))
+    progress = Progress(job.suites)
     os.chdir(job.repo)  # CI runs the entry from the repository root
     sys.path.insert(0, job.repo)
     bytecache.install(job.repo)  # before any repository module is imported, like linewatch
@@ -186,18 +208,18 @@ def _fail_all(job: Job, progress: Progress, reason: str) -> None:
 
 
 def _isolate_harness_modules() -> None:
-    """Repository code must not import the harness by accident: a top-level `common` or `record` is its own.
+    """Repository code must not reach the harness through the import system: a top-level `common` or
+    `record` is its own, and a head that looks for the harness among the loaded modules (to patch the
+    outcome it reports) must not find it.
 
-    The harness modules stay loaded (they hold references to one another) but leave sys.modules and
-    sys.path, under prefixed names.
+    The harness modules stay loaded (they hold references to one another, and `_HARNESS` holds them) but
+    leave sys.modules and sys.path, and `__main__` becomes an empty module.
     """
     if HARNESS_DIR in sys.path:
         sys.path.remove(HARNESS_DIR)
-    for name in HARNESS_MODULES:
-        module = sys.modules.pop(name, None)
-        if module is not None:
-            sys.modules[f"_prtriage_harness_{name}"] = module
-
+    _HARNESS.extend(module for name in HARNESS_MODULES if (module := sys.modules.pop(name, None)) is not None)
+    _HARNESS.append(sys.modules["__main__"])
+    sys.modules["__main__"] = types.ModuleType("__main__")
 
 if __name__ == "__main__":
     main()
