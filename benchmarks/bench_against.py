@@ -4,13 +4,15 @@ another revision of prtriage (the baseline), interleaved, the answers compared s
     .venv/bin/python -m benchmarks.bench_against --repo /tmp/megatron --base d98e8a64dd~1 \
         --head d98e8a64dd --policy policies/NVIDIA/Megatron-LM.yml --against 876ccd8 [--repeat 3]
 
-Not run by CI (it needs a fetched repository and, for most, CPU torch). The baseline revision is unpacked
-from this repository's git (`git archive`) into a temp dir and run with this interpreter, its own `app`
-first on the path; both use the policy file given. Each side fills a cache dir of its own with a first
-check (not timed); then each timed run finds trees and matrix cached and the base's results not
-(`validation_cache` emptied first): both revisions are validated, as for a pull request on a new base.
-Every run must answer as this checkout's first check did (each suite's outcome and message at both
-revisions, and the findings): a speed-up that changes an answer is a wrong result, exit 1 with no figures.
+Not run by CI (it needs a fetched repository). The baseline revision is unpacked from this repository's git
+(`git archive`) into a temp dir and run with this interpreter, its own `app` first on the path; both use the
+policy file given, unless `--against-policy` gives the baseline its own (a baseline from before the analysis
+environments reads no `harness.requirements`, and takes its packages from this interpreter). Each side fills
+a cache dir of its own with a first check (not timed); then each timed run finds trees and matrix cached and
+the base's results not (`validation_cache` emptied first): both revisions are validated, as for a pull
+request on a new base. Every run must answer as this checkout's first check did (each suite's outcome and
+message at both revisions, and the findings): a speed-up that changes an answer is a wrong result, exit 1
+with no figures.
 Prints medians, the ratio baseline / this checkout, CPU time and the machine's load.
 """
 
@@ -42,12 +44,13 @@ def unpack(revision: str, into: Path) -> Path:
     return into
 
 
-def check(args: argparse.Namespace, prtriage: Path, cache_dir: Path) -> tuple[float, float, dict[str, Any]]:
+def check(args: argparse.Namespace, prtriage: Path, cache_dir: Path,
+          policy: Path) -> tuple[float, float, dict[str, Any]]:
     """(wall seconds, CPU seconds of the whole process tree, report) of one check by the prtriage in
-    PRTRIAGE; the base's cached results are removed first."""
+    PRTRIAGE with POLICY; the base's cached results are removed first."""
     shutil.rmtree(cache_dir / "validation", ignore_errors=True)
     command = [sys.executable, "-m", "app.cli", "check", "--repo", str(args.repo), "--base", args.base,
-               "--head", args.head, "--policy", str(args.policy.resolve()), "--format", "json",
+               "--head", args.head, "--policy", str(policy.resolve()), "--format", "json",
                "--cache-dir", str(cache_dir), "--no-progress"]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
@@ -63,12 +66,14 @@ def check(args: argparse.Namespace, prtriage: Path, cache_dir: Path) -> tuple[fl
 
 
 def measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
-    sides = {"this checkout": (ROOT, work / "cache-this"),
-             f"baseline {args.against}": (unpack(args.against, work / "baseline"), work / "cache-baseline")}
+    baseline_policy = args.against_policy or args.policy
+    sides = {"this checkout": (ROOT, work / "cache-this", args.policy),
+             f"baseline {args.against}": (unpack(args.against, work / "baseline"), work / "cache-baseline",
+                                          baseline_policy)}
     expected: dict[str, Any] | None = None
-    for label, (prtriage, cache_dir) in sides.items():
+    for label, (prtriage, cache_dir, policy) in sides.items():
         log(f"{label}: filling its cache (not timed)")
-        _, _, first = check(args, prtriage, cache_dir)
+        _, _, first = check(args, prtriage, cache_dir, policy)
         expected = expected or answers(first)
         if answers(first) != expected:
             raise WrongResult(f"{label} answered differently from this checkout")
@@ -76,8 +81,8 @@ def measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     cpus: dict[str, list[float]] = {label: [] for label in sides}
     loads: list[float] = []
     for index in range(args.repeat):
-        for label, (prtriage, cache_dir) in sides.items():
-            wall, cpu, report = check(args, prtriage, cache_dir)
+        for label, (prtriage, cache_dir, policy) in sides.items():
+            wall, cpu, report = check(args, prtriage, cache_dir, policy)
             if answers(report) != expected:
                 raise WrongResult(f"{label} run {index + 1} answered differently from the first check")
             walls[label].append(round(wall, 2))
@@ -90,7 +95,8 @@ def measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     medians = {label: statistics.median(values) for label, values in walls.items()}
     this, baseline = list(sides)
     return {"command": " ".join(sys.argv), "repo": str(args.repo), "base": args.base, "head": args.head,
-            "policy": str(args.policy), "against": args.against, "suites": len(report["suites"]),
+            "policy": str(args.policy), "against": args.against, "against_policy": str(baseline_policy),
+            "suites": len(report["suites"]),
             "wall_s": walls, "cpu_s": cpus, "median_wall_s": medians,
             "median_cpu_s": {label: statistics.median(values) for label, values in cpus.items()},
             "baseline_over_this": round(medians[baseline] / medians[this], 2), "load_avg_1m": loads,
@@ -98,8 +104,13 @@ def measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
 
 
 def main() -> None:
-    bench_main("bench_against", __doc__, measure, summary, lambda parser: parser.add_argument(
-        "--against", required=True, help="the prtriage revision to compare with"))
+    bench_main("bench_against", __doc__, measure, summary, _arguments)
+
+
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--against", required=True, help="the prtriage revision to compare with")
+    parser.add_argument("--against-policy", type=Path, help="the baseline's policy file, when the baseline "
+                        "cannot read --policy's (a key it predates); default: --policy")
 
 
 def summary(result: dict[str, Any]) -> str:

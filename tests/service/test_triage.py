@@ -168,6 +168,29 @@ def test_a_triage_that_cannot_run_completes_its_check_as_action_required_with_th
     assert fake.comments_on(MILES, 16) == []
 
 
+def test_an_analysis_environment_that_cannot_be_built_completes_the_check_action_required(
+        service: Service, miles: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The base's policy asks for a package no index has: the check run says it is preparing the
+    environment, then completes action_required naming the policy key and pip's reason."""
+    monkeypatch.setenv("PIP_NO_INDEX", "1")  # pip looks in an empty directory only: it fails at once
+    monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path))
+    fake, head = miles, sha("head on a base whose environment cannot be built")
+    policy = POLICY.read_text().replace("  requirements: [", "  requirements: [prtriage-absent-package==1, ")
+    assert policy != POLICY.read_text()
+    fake.set_file(MILES, BASE, pipeline.REPO_POLICY, policy)
+    fake.set_tarball(MILES, head, fake.repo(MILES).tarballs[INCIDENT])  # type: ignore[union-attr]
+    fake.add_pull(MILES, 17, head_sha=head, base_sha=BASE, files=[ARGUMENTS])
+    deliver(service, fake, "opened", 17, head)
+    service.drain()
+    [check] = fake.check_runs(MILES)
+    assert (check.status, check.conclusion, check.actions) == ("completed", "action_required", [RERUN])
+    assert "harness.requirements: pip could not install the analysis environment" in check.output["summary"]
+    assert "prtriage-absent-package==1" in check.output["summary"]
+    notes = [call.body["output"]["title"] for call in fake.calls("PATCH", rf"/repos/{MILES}/check-runs/\d+")
+             if call.body.get("status") == "in_progress"]
+    assert notes == ["Preparing the analysis environment"]
+
+
 def test_a_blind_analysis_completes_its_check_action_required_with_the_reason_and_the_rerun_button(
         service: Service, miles: FakeGitHub, tmp_path: Path) -> None:
     fake, base, head = miles, sha("base reading a CI-host file"), sha("head under harness noise")
