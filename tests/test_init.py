@@ -20,7 +20,7 @@ from twin.miles import build_miles_twin
 from app.analysis.core.model import CaptureFailure, Matrix, Outcome, Suite, SuiteResult
 from app.analysis.core.policy import parse_policy
 from app.analysis.starter.starter import detect, refine, render
-from app.analysis.starter.starter_tree import NoValidator
+from app.analysis.starter.starter_tree import NoValidator, requirements_for
 from app.analysis.verdict.health import assess
 
 TWIN_POLICY = Path(__file__).parent / "twin" / "policy.yml"
@@ -645,3 +645,15 @@ def test_refine_pins_asked_package_versions_and_replaces_a_function_failing_on_a
     # a yaml_args suite names /mnt/artifacts, but no script runs there: no existing_path_prefixes
     assert "existing_path_prefixes" not in refined.policy["harness"]
     assert refine(refined, suites, health, tmp_path).rounds[-1] == []
+
+
+def test_the_starter_pins_its_real_packages_as_the_analysis_environments_requirements(tmp_path: Path) -> None:
+    """The distribution of each real package, at the version the tree's dependency files fix for CI, else
+    at the one this machine has; a package no distribution provides is left out."""
+    import importlib.metadata
+
+    (tmp_path / "requirements.txt").write_text("PyYAML==6.0.1\njinja2>=3\n")
+    found = requirements_for(["yaml", "jinja2", "not_a_package_here"], tmp_path)
+    assert found == ["PyYAML==6.0.1", f"Jinja2=={importlib.metadata.version('jinja2')}"]
+    (tmp_path / "uv.lock").write_text('[[package]]\nname = "jinja2"\nversion = "3.1.2"\n')
+    assert requirements_for(["jinja2"], tmp_path) == ["Jinja2==3.1.2"]
