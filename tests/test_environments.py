@@ -8,6 +8,7 @@ import base64
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -15,9 +16,10 @@ import zipfile
 from pathlib import Path
 
 import pytest
+import yaml
 
 from app.analysis.core.policy import Harness, Limits, Policy, PolicyError, RequirementsFile, parse_policy
-from app.engine.check_steps import AnalysisError, analysis_environment
+from app.engine.check_steps import AnalysisError, analysis_environment, run_check
 from app.engine.environments import (
     EnvironmentProblem,
     declared,
@@ -257,3 +259,22 @@ def test_env_build_and_list_from_the_command_line(wheels: Path, tmp_path: Path) 
     [line] = [line for line in failed.stderr.splitlines() if line.startswith("prtriage:")]
     assert line.startswith("prtriage: cannot analyse: harness.requirements: pip could not install")
     assert "Traceback" not in failed.stderr
+
+
+@pytest.mark.usefixtures("bwrap")
+def test_a_check_builds_what_the_base_declares_never_what_the_head_does(wheels: Path, tmp_path: Path) -> None:
+    """The policy reads requirements.txt; the pull request changes it. The environment is the base's."""
+    example = ROOT / "examples" / "incident"
+    trees = {}
+    for side, pin in (("base", "envprobe-pkg==1.0"), ("head", "envprobe-pkg==2.0")):
+        tree = shutil.copytree(example / side, tmp_path / side)
+        (tree / "requirements.txt").write_text(f"{pin}\n")
+        tree.chmod(0o755)
+        trees[side] = tree
+    raw = yaml.safe_load((example / "policy.yml").read_text())
+    raw["harness"] = {"requirements_from": [{"file": "requirements.txt"}]}
+    report = run_check(trees["base"], trees["head"], Policy.model_validate(raw), base_sha=None, head_sha=None,
+                       cache_dir=tmp_path / "cache", allow_unsandboxed=False)
+    assert [f.kind for f in report.findings if f.severity == "blocking"] == ["new_rejection"]
+    [environment] = listed(tmp_path / "cache")
+    assert environment["installed"] == ["envprobe-pkg==1.0"]
