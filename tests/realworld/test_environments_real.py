@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -39,11 +40,23 @@ def imports(python: Path, names: str) -> str:
     return done.stdout.strip()
 
 
-def comparable(report: dict[str, Any]) -> dict[str, Any]:
-    """What must not depend on the interpreter beside prtriage: everything but times and cache flags."""
-    capture = {key: value for key, value in report["capture"].items() if key != "cached"}
-    return {"suites": report["suites"], "findings": report["findings"], "capture": capture,
-            "health": report["health"]}
+# What repository code draws at run time inside the sandbox: `tempfile` names (`/tmp/ft_test_dumper_0buk9bqz`)
+# and the wall clock (`/root/shared_data/261202-172238-420/checkpoints`). Two runs differ there whatever the
+# environment, so suites are compared by id, argv length and outcomes, scripts by name and kind.
+TEMPORARY_NAME = re.compile(r"(/tmp/[\w.-]*?)[a-z0-9_]{8}(?=[/.'\s]|$)")
+
+
+def comparable(report: dict[str, Any]) -> Any:
+    """What must not depend on the interpreter beside prtriage."""
+    capture = report["capture"]
+    kinds = {kind: sorted(entry["script"] for entry in capture[kind])
+             for kind in ("failed", "no_entry", "partial")}
+    document = {
+        "suites": [(s["id"], s["script"], len(s["argv"]), s["base"], s["head"]) for s in report["suites"]],
+        "capture": {"scripts": capture["scripts"], "captured": capture["captured"],
+                    "disabled": capture["disabled"], **kinds},
+        "findings": report["findings"], "health": report["health"]}
+    return json.loads(TEMPORARY_NAME.sub(r"\1<random>", json.dumps(document, sort_keys=True)))
 
 
 @pytest.fixture(scope="module")
