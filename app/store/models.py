@@ -87,10 +87,14 @@ class Repository(Base):
 
 
 class PullRequest(Base):
+    """A pull request, keyed by its repository's GitHub id and its number; `github_id` is GitHub's own id of
+    it (None for rows stored before it was kept), so a delivery that pairs them otherwise is told apart."""
+
     __tablename__ = "pull_requests"
     __table_args__ = (UniqueConstraint("repository_id", "number"),)
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    github_id: Mapped[int | None] = mapped_column(BigInteger, unique=True)
     repository_id: Mapped[int] = mapped_column(ForeignKey("repositories.id"))
     number: Mapped[int]
     title: Mapped[str] = mapped_column(Text)

@@ -62,6 +62,7 @@ from app.store.session import session_scope
 from app.store.windows import SYSTEM_ACTOR
 from app.triage import risk_windows
 from app.triage.command_runner import PullComment, run_comment
+from app.triage.identity import IdentityRefused, check_identity
 from app.triage.job_payloads import (
     ClosedJob,
     CommandJob,
@@ -143,6 +144,10 @@ def process_delivery(services: Services, guid: str, *, final: bool = True) -> li
 def _run_job(services: Services, guid: str, stored: dict[str, Any], *, final: bool) -> list[int]:
     try:
         return _dispatch(services, guid, from_summary(stored))
+    except IdentityRefused as exc:  # not retried: the ids will disagree again
+        with services.writing() as session:
+            mark_delivery(session, guid=guid, status="failed", error=f"refused: {exc}")
+        return []
     except Exception as exc:
         if not final:
             raise
@@ -176,7 +181,7 @@ def _record_pull(session: Session, repository_id: int, pull: PullInfo) -> PullRe
         session, repository_id=repository_id, number=pull.number, title=pull.title, author=pull.author,
         url=pull.url, head_sha=pull.head_sha, base_sha=pull.base_sha, base_ref=pull.base_ref,
         state="open" if pull.state == "open" else "closed", draft=pull.draft, merged_at=pull.merged_at,
-        body=pull.body)
+        body=pull.body, github_id=pull.github_id)
 
 
 def _installation_of(services: Services, job: TriageJob | ClosedJob | CommandJob) -> int:
@@ -224,6 +229,7 @@ def _triage_job(services: Services, guid: str, job: TriageJob) -> list[int]:
     installation_id = _installation_of(services, job)
     client = services.client(installation_id)
     pulls = [client.get_pull(owner, name, number) for number in numbers]
+    check_identity(services, repository=job.repository, installation_id=installation_id, pulls=pulls)
     started, cancels = [], []
     with services.writing() as session:
         _record_repository(session, job.repository, installation_id)
@@ -252,6 +258,7 @@ def _closed_job(services: Services, guid: str, job: ClosedJob) -> list[int]:
     installation_id = _installation_of(services, job)
     client = services.client(installation_id)
     pull = client.get_pull(owner, name, job.number)
+    check_identity(services, repository=job.repository, installation_id=installation_id, pulls=[pull])
     with services.writing() as session:
         _record_repository(session, job.repository, installation_id)
         pr_id = _record_pull(session, job.repository.id, pull).id

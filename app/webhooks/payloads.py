@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from app.triage.job_payloads import RepositoryRef
 
@@ -63,9 +63,18 @@ class Head(Model):
     sha: Sha
 
 
+class RepoId(Model):
+    id: Id
+
+
+class Base(Model):
+    repo: RepoId | None = None
+
+
 class PullRequest(Model):
     number: Number
     head: Head
+    base: Base | None = None
     merged: bool | None = None
     merged_by: Account | None = None
 
@@ -76,6 +85,13 @@ class PullRequestEvent(Envelope):
     repository: Repository
     sender: Account | None = None
     changes: dict[Word, Any] | None = None
+
+    @model_validator(mode="after")
+    def _one_repository(self) -> PullRequestEvent:
+        base = self.pull_request.base
+        if base is not None and base.repo is not None and base.repo.id != self.repository.id:
+            raise ValueError("pull_request.base.repo.id and repository.id name different repositories")
+        return self
 
 
 class PullRef(Model):
@@ -145,7 +161,9 @@ class IssueCommentEvent(Envelope):
 def describe(error: ValidationError) -> str:
     """The first problem, naming the field and never echoing the value: 'payload lacks issue.number'."""
     first = error.errors(include_url=False, include_input=False)[0]
-    where = ".".join(str(part) for part in first["loc"]) or "the payload"
+    where = ".".join(str(part) for part in first["loc"])
+    if not where:  # a check across fields (a model validator): its message names them
+        return f"payload is inconsistent: {first['msg'].removeprefix('Value error, ')}"
     if first["type"] == "missing":
         return f"payload lacks {where}"
     return f"payload has a malformed {where}: {first['msg']}"
