@@ -307,3 +307,15 @@ class WindowEvent(Base):
     what: Mapped[str] = mapped_column(Text)
 
     window: Mapped[RiskWindow] = relationship(back_populates="events")
+
+
+class DashboardSession(Base):
+    """A login to the dashboard; its cookie is valid only while this row says so, so logging out ends it
+    on the server too. The id is the SHA-256 of the cookie's session id: the table holds no credential."""
+
+    __tablename__ = "dashboard_sessions"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(index=True)
+    revoked_at: Mapped[datetime | None]

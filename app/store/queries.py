@@ -7,6 +7,7 @@ The functions live in small modules by concern; import them from here. None comm
 from __future__ import annotations
 
 from app.store.cursor import InvalidCursor
+from app.store.dashboard_sessions import dashboard_session_live, end_dashboard_session, open_dashboard_session
 from app.store.deliveries import get_delivery, mark_delivery, record_delivery, record_new_deliveries
 from app.store.repos import (
     get_pull_request,
@@ -57,6 +58,8 @@ __all__ = [
     "awaited_references",
     "close_window",
     "closing_references",
+    "dashboard_session_live",
+    "end_dashboard_session",
     "fail_run",
     "finish_run",
     "get_delivery",
@@ -70,6 +73,7 @@ __all__ = [
     "list_windows",
     "mark_delivery",
     "mark_running",
+    "open_dashboard_session",
     "open_pull_numbers_at",
     "open_window",
     "pull_request_by_id",
