@@ -14,8 +14,10 @@ from app.store.rows import Excluded, reload, upsert
 from app.store.types import utcnow
 
 
-def upsert_installation(session: Session, *, installation_id: int, account_login: str,
+def upsert_installation(session: Session, *, installation_id: int, account_login: str | None,
                         account_type: str | None = None, state: InstallationState = "active") -> Installation:
+    """Insert or update; without `account_login` (GitHub sent a null account) the stored account stays, and
+    a new row says `ghost`, as GitHub's pages do."""
     now = utcnow()
     table = Installation.__table__
 
@@ -23,10 +25,11 @@ def upsert_installation(session: Session, *, installation_id: int, account_login
         return {"state_changed_at": case((table.c.state != excluded.state, excluded.state_changed_at),
                                          else_=table.c.state_changed_at)}
 
+    unknown = ["account_login", "account_type"] if account_login is None else []
     upsert(session, Installation, {
-        "id": installation_id, "account_login": account_login, "account_type": account_type, "state": state,
-        "state_changed_at": now, "created_at": now, "updated_at": now,
-    }, key=["id"], keep=["created_at", "state_changed_at"], extra=state_change)
+        "id": installation_id, "account_login": account_login or "ghost", "account_type": account_type,
+        "state": state, "state_changed_at": now, "created_at": now, "updated_at": now,
+    }, key=["id"], keep=["created_at", "state_changed_at", *unknown], extra=state_change)
     return reload(session, Installation, id=installation_id)
 
 
@@ -42,6 +45,13 @@ def upsert_repository(session: Session, *, repository_id: int, full_name: str, p
         "removed_at": now if removed else None, "created_at": now, "updated_at": now,
     }, key=["id"], keep=["created_at"])
     return reload(session, Repository, id=repository_id)
+
+
+def mark_repository_removed(session: Session, *, repository_id: int) -> None:
+    """The repository left its installation (a delivery that does not name it): its row, if any, is kept."""
+    repository = session.get(Repository, repository_id)
+    if repository is not None and repository.removed_at is None:
+        repository.removed_at = utcnow()
 
 
 def upsert_pull_request(session: Session, *, repository_id: int, number: int, title: str, author: str,

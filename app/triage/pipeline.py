@@ -48,6 +48,7 @@ from app.store.queries import (
     is_current,
     latest_run,
     mark_delivery,
+    mark_repository_removed,
     mark_running,
     open_pull_numbers_at,
     pull_request_head,
@@ -286,6 +287,9 @@ def _installation_job(services: Services, guid: str, job: InstallationJob) -> li
                             account_type=job.account_type, state=job.state)
         for listed, removed in ((job.added, False), (job.removed, True)):
             for repo in listed:
+                if not repo.full_name:  # removed, and GitHub left its name out
+                    mark_repository_removed(session, repository_id=repo.id)
+                    continue
                 upsert_repository(session, repository_id=repo.id, full_name=repo.full_name,
                                   private=repo.private, installation_id=job.installation_id, removed=removed)
         mark_delivery(session, guid=guid, status="processed")

@@ -1,5 +1,10 @@
 """Typed models of the webhook payloads: only the fields a handler reads, each bounded to what GitHub sends
-and what the store can hold, so a malformed delivery is refused (400) at the routing boundary, not a crash."""
+and what the store can hold, so a malformed delivery is refused (400) at the routing boundary, not a crash.
+
+Each field is exactly as optional and as nullable as GitHub's published webhook schema has it (OpenAPI
+description, `tests/service/test_payload_schemas.py` checks every field read here against it): an
+installation's `account` may be null or an Enterprise (a `slug`, no `login`), a check suite's `app.id` null,
+a `requested_action` without `identifier`, a removed repository without `full_name`."""
 
 from __future__ import annotations
 
@@ -30,8 +35,15 @@ class Model(BaseModel):
 
 
 class Account(Model):
+    """A user or organization (`login`), or an Enterprise (`slug`, no `login`)."""
+
     login: Name | None = None
+    slug: Name | None = None
     type: AccountType | None = None
+
+    @property
+    def name(self) -> str | None:
+        return self.login or self.slug
 
 
 class InstallationRef(Model):
@@ -99,7 +111,7 @@ class PullRef(Model):
 
 
 class AppRef(Model):
-    id: Id
+    id: Id | None  # required, and nullable, in GitHub's schema
 
 
 class CheckRun(Model):
@@ -109,7 +121,7 @@ class CheckRun(Model):
 
 
 class RequestedAction(Model):
-    identifier: Word
+    identifier: Word | None = None
 
 
 class CheckRunEvent(Envelope):
@@ -131,14 +143,22 @@ class CheckSuiteEvent(Envelope):
 
 
 class Installation(InstallationRef):
-    account: Account
+    account: Account | None = None
+
+
+class RemovedRepository(Model):
+    """A repository removed from an installation: GitHub's schema requires none of its fields."""
+
+    id: Id | None = None
+    full_name: Name | None = None
+    private: bool = False
 
 
 class InstallationEvent(Envelope):
     installation: Installation
     repositories: list[Repository] | None = None
     repositories_added: list[Repository] | None = None
-    repositories_removed: list[Repository] | None = None
+    repositories_removed: list[RemovedRepository] | None = None
 
 
 class Issue(Model):

@@ -138,3 +138,10 @@ def test_github_ids_are_kept_once_known_and_disagreements_named(session: Session
     upsert_repository(session, repository_id=7, full_name="acme/widgets", private=False, installation_id=1,
                       removed=True)
     assert identity_conflicts(session, repository_id=7, installation_id=2) == []  # it left installation 1
+
+
+def test_an_installation_delivered_with_a_null_account_keeps_its_login(session: Session) -> None:
+    upsert_installation(session, installation_id=5, account_login="acme", account_type="Organization")
+    kept = upsert_installation(session, installation_id=5, account_login=None, state="suspended")
+    assert (kept.account_login, kept.account_type, kept.state) == ("acme", "Organization", "suspended")
+    assert upsert_installation(session, installation_id=6, account_login=None).account_login == "ghost"
