@@ -13,8 +13,8 @@
 # default seccomp (and AppArmor on some hosts) forbids the first, and the kernel refuses the second while the
 # engine masks paths under /proc (systempaths=unconfined unmasks them; podman: --security-opt unmask=ALL).
 # Hence the security options above (docs/service.md, "Docker and compose"). Without them every analysis
-# completes its check as neutral, saying there is no sandbox; repository code never runs unsandboxed in the
-# service. tini is the entrypoint: no --init needed.
+# completes its check as action_required (which blocks a required check), saying there is no sandbox;
+# repository code never runs unsandboxed in the service. tini is the entrypoint: no --init needed.
 #
 #   docker build --build-arg PREBUILD_POLICIES="radixark/miles THUDM/slime" -t prtriage .
 #       (the analysis environments of those built-in policies built into the image: see below)

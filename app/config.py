@@ -11,6 +11,7 @@ import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -57,6 +58,9 @@ class Settings(BaseSettings):
     # Bytes; the least recently used entries go when the cache holds more (app/trees/cachedir.py).
     cache_max_size: int = Field(parse_size(DEFAULT_MAX_SIZE), ge=0, alias="PRTRIAGE_CACHE_MAX_SIZE")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", alias="PRTRIAGE_LOG_LEVEL")
+    # the address people and GitHub reach the service at, when a proxy stands in front: https means every
+    # cookie is Secure, whatever scheme the proxy speaks to the app
+    public_url: str | None = Field(None, alias="PRTRIAGE_PUBLIC_URL")
     host: str = Field("127.0.0.1", alias="PRTRIAGE_HOST")
     port: int = Field(8000, ge=1, le=65535, alias="PRTRIAGE_PORT")
     # Queue consumers: threads of `serve` (0: none, jobs go to `prtriage worker`s) and of each `worker`.
@@ -66,6 +70,13 @@ class Settings(BaseSettings):
     @classmethod
     def _size(cls, value: object) -> object:
         return parse_size(value) if isinstance(value, str) else value
+
+    @field_validator("public_url")
+    @classmethod
+    def _public_url(cls, value: str | None) -> str | None:
+        if value and urlsplit(value).scheme not in ("http", "https"):
+            raise ValueError("not an http(s) URL (write https://triage.example.com)")
+        return value or None
 
     @field_validator("database_url")
     @classmethod
@@ -85,6 +96,11 @@ class Settings(BaseSettings):
         if self.github_private_key and self.github_private_key_path:
             raise ValueError("set GITHUB_PRIVATE_KEY or GITHUB_PRIVATE_KEY_PATH, not both")
         return self
+
+    def secure_cookies(self, request_scheme: str) -> bool:
+        """Cookies are Secure when the request came over https, or the public address is https (behind a
+        proxy that speaks http to the app)."""
+        return request_scheme == "https" or urlsplit(self.public_url or "").scheme == "https"
 
     @property
     def effective_database_url(self) -> str:

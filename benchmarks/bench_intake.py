@@ -58,11 +58,11 @@ P99_TARGET_MS = 50.0
 def fake_github_process(key: Any, prs: int, channel: Connection) -> None:
     """Child process: the fake GitHub with REPO and PRs 1..PRS (README.md only); answers stats requests."""
     fake = FakeGitHub(key).start()
-    fake.add_repo(REPO, installation_id=1)
+    repository_id = fake.add_repo(REPO, installation_id=1).id
     for number in range(1, prs + 1):
         fake.add_pull(REPO, number, head_sha=hashlib.sha1(f"head {number}".encode()).hexdigest(),
                       base_sha="b" * 40, files=["README.md"], title=f"Docs {number}")
-    channel.send(fake.url)
+    channel.send((fake.url, repository_id))
     while channel.recv() == "stats":
         patches = fake.calls("PATCH", rf"/repos/{REPO}/check-runs/\d+")
         completions = Counter(request.route for request in patches
@@ -76,12 +76,15 @@ def fake_github_process(key: Any, prs: int, channel: Connection) -> None:
     fake.stop()
 
 
-def delivery(payload: dict[str, Any], fake_url: str, number: int) -> tuple[bytes, dict[str, str]]:
-    """The real `opened` payload for PR NUMBER of REPO on the fake, signed."""
+def delivery(payload: dict[str, Any], fake: tuple[str, int], number: int) -> tuple[bytes, dict[str, str]]:
+    """The real `opened` payload for PR NUMBER of REPO on the fake (its URL and REPO's id), signed."""
+    fake_url, repository_id = fake
     text = json.dumps(payload).replace("https://api.github.com", fake_url)
     text = text.replace(payload["repository"]["full_name"], REPO)
     adapted = json.loads(text)
     adapted["number"] = adapted["pull_request"]["number"] = number
+    # the fake's ids: a delivery whose repository id is not the repository's own is refused (issue 23)
+    adapted["repository"]["id"] = adapted["pull_request"]["base"]["repo"]["id"] = repository_id
     adapted["pull_request"]["head"]["sha"] = hashlib.sha1(f"head {number}".encode()).hexdigest()
     adapted["installation"] = {"id": 1, "node_id": "bench"}
     body = json.dumps(adapted).encode()
@@ -122,21 +125,26 @@ async def _sender(port: int, work: Iterator[tuple[bytes, dict[str, str]]], laten
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     try:
         for body, headers in work:
-            head = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
-            request = (f"POST /webhooks/github HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{head}"
-                       f"Content-Length: {len(body)}\r\n\r\n").encode() + body
             started = time.perf_counter()
-            writer.write(request)
-            await writer.drain()
-            answer = await reader.readuntil(b"\r\n\r\n")
-            lines = answer.decode("latin-1").split("\r\n")
-            length = next(int(line.split(":", 1)[1]) for line in lines
-                          if line.lower().startswith("content-length"))
-            await reader.readexactly(length)
+            status = await exchange(reader, writer, body, headers)
             latencies.append((time.perf_counter() - started) * 1000)
-            statuses[int(lines[0].split()[1])] += 1
+            statuses[status] += 1
     finally:
         writer.close()
+
+
+async def exchange(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, body: bytes,
+                   headers: dict[str, str]) -> int:
+    """POST one delivery on the connection and read its answer whole; the answer's status."""
+    head = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+    writer.write(f"POST /webhooks/github HTTP/1.1\r\nHost: 127.0.0.1\r\n{head}Content-Length: {len(body)}"
+                 "\r\n\r\n".encode() + body)
+    await writer.drain()
+    answer = await reader.readuntil(b"\r\n\r\n")
+    lines = answer.decode("latin-1").split("\r\n")
+    length = next(int(line.split(":", 1)[1]) for line in lines if line.lower().startswith("content-length"))
+    await reader.readexactly(length)
+    return int(lines[0].split()[1])
 
 
 def start_worker(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
@@ -213,7 +221,8 @@ def main() -> int:
     ours, theirs = context.Pipe()
     fake = context.Process(target=fake_github_process, args=(key, total, theirs), daemon=True)
     fake.start()
-    fake_url = ours.recv()
+    fake_address = ours.recv()
+    fake_url = fake_address[0]
     with tempfile.TemporaryDirectory(prefix="bench-intake-") as scratch:
         work = Path(scratch)
         env = {"PATH": os.environ["PATH"], "HOME": str(work), "GITHUB_APP_ID": "4242",
@@ -225,7 +234,7 @@ def main() -> int:
         serve_env = {**env, "PRTRIAGE_WORKERS": "0"} if args.separate_worker else env
         serve = start_serve(serve_env, port, work / "serve.log")
         worker = start_worker(env, work / "worker.log") if args.separate_worker else None
-        deliveries = [delivery(payload, fake_url, number) for number in range(1, total + 1)]
+        deliveries = [delivery(payload, fake_address, number) for number in range(1, total + 1)]
         try:
             send_all(port, deliveries[: args.warmup], args.senders)
             latencies, statuses, wall = send_all(port, deliveries[args.warmup:], args.senders)
@@ -295,7 +304,7 @@ def measure_baseline(args: argparse.Namespace) -> int:
                     raise RuntimeError(f"the baseline server did not start: {log.read_text()}")
                 time.sleep(0.1)
             payload = json.loads(FIXTURE.read_text())
-            deliveries = [delivery(payload, "http://127.0.0.1:9", n)
+            deliveries = [delivery(payload, ("http://127.0.0.1:9", 1), n)
                           for n in range(1, args.warmup + args.deliveries + 1)]
             send_all(port, deliveries[: args.warmup], args.senders)
             latencies, statuses, wall = send_all(port, deliveries[args.warmup:], args.senders)

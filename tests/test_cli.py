@@ -117,6 +117,16 @@ def test_an_invalid_policy_exits_2_naming_file_and_key(tmp_path: Path) -> None:
     assert len(done.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("text", ["[" * 100_000, "- " * 100_000 + "x",
+                                  "".join("  " * depth + f"k{depth}:\n" for depth in range(3000))])
+def test_a_policy_nested_100k_deep_is_one_line_and_exit_2(tmp_path: Path, text: str) -> None:
+    policy = tmp_path / "deep.yml"
+    policy.write_text(text)
+    done = prtriage("check", "--base-tree", ".", "--head-tree", ".", "--policy", str(policy), cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr == f"prtriage: error: {policy}: nested too deeply to be a policy\n"
+
+
 def test_an_invalid_log_level_exits_2(tmp_path: Path) -> None:
     done = prtriage("check", "--base-tree", ".", "--head-tree", ".", cwd=tmp_path,
                     env={"PRTRIAGE_LOG_LEVEL": "chatty"})

@@ -3,9 +3,18 @@ why."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
-from app.triage.command_parser import MAX_COMMANDS, Command, Invalid, parse_commands, parse_line
+from app.triage.command_parser import (
+    MAX_COMMANDS,
+    Command,
+    Invalid,
+    may_hold_commands,
+    parse_commands,
+    parse_line,
+)
 
 
 @pytest.mark.parametrize(("line", "expected"), [
@@ -62,3 +71,78 @@ def test_at_most_a_few_commands_per_comment() -> None:
 def test_a_long_reason_is_cut() -> None:
     command = parse_line("/triage ack " + "why " * 400)
     assert isinstance(command, Command) and len(command.reason) == 500 and command.reason.endswith("…")
+
+
+# Each body hides `/triage ack` where the rendered comment does not show a command (issue 23); a writer's
+# line there once turned an `action_required` check into `success`.
+HIDDEN = {
+    "a line continuing a quote": "> @octocat wrote:\n/triage ack quoted",
+    "a quote's own line": "> /triage ack quoted",
+    "a tab-indented code block": "\t/triage ack in code",
+    "a four-space-indented code block": "Before.\n\n    /triage ack in code",
+    "a fence opened inside a list item": "- ```\n  /triage ack in code\n  ```",
+    "a list item": "- /triage ack listed",
+    "an ordered list item": "1. /triage ack listed",
+    "a fence closed by a line that carries a language": (
+        "```\n/triage help\n```python\n/triage ack in code\n```"),
+    "a fence closed by one backtick": "```\n/triage help\n`\n/triage ack in code",
+    "a tilde fence closed by backticks": "~~~\n/triage help\n```\n/triage ack in code\n~~~",
+    "an unclosed fence": "```\n/triage ack until the end",
+    "an HTML comment": "<!--\n/triage ack invisible\n-->",
+    "an HTML comment inside a paragraph": "Thanks <!--\n/triage ack invisible\n-->",
+    "a <pre> block": "<pre>\n/triage ack in pre\n</pre>",
+    "a <details> block": "<details>\n/triage ack in details\n</details>",
+    "a code span": "`/triage ack` is how you acknowledge",
+    "emphasis": "*/triage ack emphasised*",
+    "a link": "[/triage ack linked](https://example.com)",
+    "a heading": "# /triage ack heading",
+    "a table cell": "| a |\n| - |\n| /triage ack in a table |",
+    "a table row without pipes": "| a |\n| - |\n/triage ack in a table",
+    "a nested quote": "> > /triage ack deep",
+}
+
+
+@pytest.mark.parametrize("body", HIDDEN.values(), ids=HIDDEN.keys())
+def test_what_the_page_does_not_show_as_a_command_is_none(body: str) -> None:
+    assert [c for c in parse_commands(body) if c != Command("help")] == []
+
+
+PLAIN = {
+    "alone": "/triage ack plain",
+    "after a sentence": "Thanks!\n/triage ack plain",
+    "indented three spaces": "   /triage ack plain",
+    "indented four spaces continuing a paragraph": "Thanks!\n    /triage ack plain",
+    "after a closed fence": "```\ncode\n```\n/triage ack plain",
+    "after a quote and a blank line": "> @octocat wrote:\n\n/triage ack plain",
+    "after a list and a blank line": "- one\n\n/triage ack plain",
+    "with CRLF line ends": "Thanks!\r\n/triage ack plain\r\n",
+    "after an HTML comment closed on its line": "<!-- a note -->\n\n/triage ack plain",
+    "with a hard break before it": "Thanks!  \n/triage ack plain",
+}
+
+
+@pytest.mark.parametrize("body", PLAIN.values(), ids=PLAIN.keys())
+def test_a_plain_command_line_still_is_one(body: str) -> None:
+    assert parse_commands(body) == [Command("ack", reason="plain")]
+
+
+def test_a_reason_keeps_its_code_spans_and_stops_at_html() -> None:
+    assert parse_commands("/triage ack the `--colocate` runs <!-- hidden -->") == [
+        Command("ack", reason="the `--colocate` runs")]
+
+
+def test_a_hostile_body_of_the_largest_size_is_parsed_in_the_worker_in_seconds() -> None:
+    # the worst measured ("[" * 65536) takes about 1 s alone on one core; the intake does not parse
+    for body in ("[" * 65536, "*a" * 32768, "> " * 32768, "- " * 32768, "`" * 65536, "<!--" * 16384):
+        started = time.perf_counter()
+        parse_commands(body)
+        assert time.perf_counter() - started < 10, body[:8]
+
+
+@pytest.mark.parametrize("body", [*HIDDEN.values(), *PLAIN.values(), "Thanks!\n\t\t/triage rerun"])
+def test_the_intakes_cheap_test_lets_every_command_through(body: str) -> None:
+    assert may_hold_commands(body) or not parse_commands(body)
+
+
+def test_the_intakes_cheap_test_ignores_prose() -> None:
+    assert not may_hold_commands("Mention /triage ack in a sentence\n/triaged this\n`/triage ack`")

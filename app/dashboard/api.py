@@ -11,6 +11,7 @@ from app.dashboard.deps import ApiViewer, GateDep, ReadSession, SessionsDep, api
 from app.dashboard.schemas import CloseRequest, ErrorOut, RiskWindowPage, RunPage
 from app.store.queries import InvalidCursor, list_runs, list_windows, run_with_suites, window_with_events
 from app.store.shapes import RiskWindowDetailOut, RunDetailOut
+from app.store.types import BIGINT_MAX, INTEGER_MAX
 from app.store.window_views import StateFilter
 
 REPO_PATTERN = r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$"
@@ -20,7 +21,7 @@ RepoQuery = Annotated[str | None, Query(pattern=REPO_PATTERN, max_length=255,
                                         description="Only this repository, `owner/name` (any case).")]
 CursorQuery = Annotated[str | None, Query(max_length=200, description="`next` of the previous page.")]
 LimitQuery = Annotated[int, Query(ge=1, le=200, description="Items per page.")]
-IdPath = Annotated[int, Path(ge=1)]
+IdPath = Annotated[int, Path(ge=1, le=BIGINT_MAX)]
 
 ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"model": ErrorOut, "description": "No valid token or session cookie (DASHBOARD_TOKEN is set)."},
@@ -78,7 +79,8 @@ def close_risk_window(request: Request, viewer: ApiViewer, gate: GateDep, sessio
 @router.get("/runs", tags=["triage runs"], response_model=RunPage,
             responses={400: {"model": ErrorOut, "description": "An invalid cursor."}})
 def runs(session: ReadSession, repo: RepoQuery = None,
-         pr: Annotated[int | None, Query(ge=1, description="Only this pull request number.")] = None,
+         pr: Annotated[int | None, Query(ge=1, le=INTEGER_MAX,
+                                         description="Only this pull request number.")] = None,
          cursor: CursorQuery = None, limit: LimitQuery = 50) -> dict[str, Any]:
     """Triage runs, newest first, with their findings."""
     try:

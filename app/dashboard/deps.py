@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
 from app.dashboard.auth import SESSION_COOKIE, Gate, Viewer, is_loopback_client, is_loopback_host
+from app.dashboard.sessions import SessionBook, StoredSessions
 from app.service.services import Services
 from app.store.session import session_scope
 
@@ -59,8 +60,19 @@ def get_gate(settings: SettingsDep) -> Gate | None:
 GateDep = Annotated[Gate | None, Depends(get_gate)]
 
 
-def identify(request: Request, gate: Gate | None) -> Viewer | None:
-    """The viewer the request proves to be; None when it proves nothing. 403 off loopback without a token."""
+def get_session_book(request: Request) -> SessionBook:
+    """The logins: setup mode keeps its own (`app.state.session_book`), the service's are in the store."""
+    book: SessionBook | None = getattr(request.app.state, "session_book", None)
+    return book if book is not None else StoredSessions(get_services(request).sessions)
+
+
+SessionBookDep = Annotated[SessionBook, Depends(get_session_book)]
+
+
+def identify(request: Request, gate: Gate | None, book: SessionBook | None = None) -> Viewer | None:
+    """The viewer the request proves to be; None when it proves nothing. 403 off loopback without a token.
+
+    A session cookie counts only while its login is live in BOOK: not after logout."""
     if gate is None:
         client = request.client.host if request.client else None
         if not (is_loopback_client(client) and is_loopback_host(request.url.hostname)):
@@ -69,21 +81,23 @@ def identify(request: Request, gate: Gate | None) -> Viewer | None:
     if gate.bearer_ok(request.headers.get("authorization")):
         return Viewer("bearer")
     session_id = gate.session_id(request.cookies.get(SESSION_COOKIE))
-    return Viewer("cookie", session_id, gate.csrf_token(session_id)) if session_id else None
+    if session_id is None or book is None or not book.live(session_id):
+        return None
+    return Viewer("cookie", session_id, gate.csrf_token(session_id))
 
 
-def page_viewer(request: Request, gate: GateDep) -> Viewer:
+def page_viewer(request: Request, gate: GateDep, book: SessionBookDep) -> Viewer:
     """Pages: an unauthenticated reader is sent to the login form, never shown data."""
-    viewer = identify(request, gate)
+    viewer = identify(request, gate, book)
     if viewer is None:
         target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
         raise HTTPException(303, "log in first", headers={"Location": f"/login?next={quote(target)}"})
     return viewer
 
 
-def api_viewer(request: Request, gate: GateDep) -> Viewer:
+def api_viewer(request: Request, gate: GateDep, book: SessionBookDep) -> Viewer:
     """API: an unauthenticated client gets 401 and a JSON error."""
-    viewer = identify(request, gate)
+    viewer = identify(request, gate, book)
     if viewer is None:
         raise HTTPException(401, "authentication required: Authorization: Bearer <DASHBOARD_TOKEN>",
                             headers={"WWW-Authenticate": "Bearer"})

@@ -31,18 +31,23 @@ from app.store.queries import (
 )
 from app.store.session import session_scope
 from app.store.shapes import RiskWindowDetailOut
-from app.store.types import utcnow
+from app.store.types import BIGINT_MAX, INTEGER_MAX, utcnow
 from app.store.window_views import StateFilter
 
 CHART_DAYS = 90
 PAGE_SIZE = 50
 MAX_REASON = 2000
-IdPath = Annotated[int, Path(ge=1)]
+IdPath = Annotated[int, Path(ge=1, le=BIGINT_MAX)]
 MAX_LIMIT = 200
 STATES = ("open", "closed", "all")
 T = TypeVar("T")
 
 router = APIRouter(include_in_schema=False, dependencies=[Depends(page_viewer)])
+
+
+def _number(text: str) -> int | None:
+    """TEXT as a small decimal number; None for anything else (other digits than 0-9, 20 digits or more)."""
+    return int(text) if text.isascii() and text.isdigit() and len(text) < 20 else None
 
 
 class Problems:
@@ -69,7 +74,7 @@ class Problems:
     def limit(self, value: str) -> int:
         if not value.strip():
             return PAGE_SIZE
-        if value.strip().isdigit() and 1 <= int(value) <= MAX_LIMIT:
+        if _number(value.strip()) in range(1, MAX_LIMIT + 1):
             return int(value)
         self.messages.append(f"limit: {value[:20]!r} is not a number from 1 to {MAX_LIMIT}; showing "
                              f"{PAGE_SIZE} a page")
@@ -85,7 +90,7 @@ class Problems:
 
     def pr(self, value: str) -> int | None:
         value = value.strip().lstrip("#")
-        if value and not value.isdigit():
+        if value and _number(value) not in range(1, INTEGER_MAX + 1):
             self.messages.append(f"not a pull request number: {value[:20]!r}; showing every pull request")
             return None
         return int(value) if value else None

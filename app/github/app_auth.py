@@ -14,6 +14,7 @@ from typing import Any
 from github import Auth
 
 from app.config import ConfigError, Settings
+from app.github.errors import GitHubError
 from app.github.rest import Rest, repo_path
 from app.github.retry import RetryPolicy
 
@@ -126,10 +127,15 @@ class GitHubApp:
         return self.tokens.get(installation_id)
 
     def app_slug(self) -> str:
-        """The App's slug, from GET /app (asked once)."""
+        """The App's slug, from GET /app (asked once). GitHub's description makes it optional: without it the
+        App's bot login is unknown, which is said rather than guessed."""
         if self._slug is None:
             _, app = self._rest.request("apps/get-authenticated", "GET", "/app")
-            self._slug = str(app["slug"])
+            slug = app.get("slug") if isinstance(app, dict) else None
+            if not isinstance(slug, str) or not slug:
+                raise GitHubError("apps/get-authenticated", 200,
+                                  "GET /app named no slug: the App's bot login is unknown")
+            self._slug = slug
         return self._slug
 
     def app_login(self) -> str:

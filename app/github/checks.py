@@ -18,7 +18,9 @@ log = logging.getLogger(__name__)
 ANNOTATIONS_PER_CALL = 50
 OUTPUT_LIMIT = 65_535  # characters of output.summary and output.text
 ANNOTATION_TITLE_LIMIT = 255
-ANNOTATION_MESSAGE_LIMIT = 64 * 1024
+# GitHub documents 64 KB for an annotation's message and raw_details: bytes, not characters, and the
+# smaller reading of KB, so that neither reading refuses it
+ANNOTATION_MESSAGE_BYTES = 64_000
 ACTIONS_LIMIT = 3  # buttons on one check run
 
 Level = Literal["failure", "warning", "notice"]
@@ -44,11 +46,12 @@ class Annotation:
         start = max(self.start_line, 1)
         fields: dict[str, Any] = {
             "path": self.path, "start_line": start, "end_line": max(self.end_line, start),
-            "annotation_level": self.annotation_level, "message": self.message[:ANNOTATION_MESSAGE_LIMIT]}
+            "annotation_level": self.annotation_level,
+            "message": cut_bytes(self.message, ANNOTATION_MESSAGE_BYTES)}
         if self.title:
             fields["title"] = self.title[:ANNOTATION_TITLE_LIMIT]
         if self.raw_details:
-            fields["raw_details"] = self.raw_details[:ANNOTATION_MESSAGE_LIMIT]
+            fields["raw_details"] = cut_bytes(self.raw_details, ANNOTATION_MESSAGE_BYTES)
         return fields
 
 
@@ -88,6 +91,12 @@ class CheckAction:
 
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def cut_bytes(text: str, limit: int) -> str:
+    """TEXT cut to at most LIMIT bytes of UTF-8, never inside a character."""
+    encoded = text.encode()
+    return text if len(encoded) <= limit else encoded[:limit].decode(errors="ignore")
 
 
 def fit_output(text: str, *, limit: int = OUTPUT_LIMIT) -> str:

@@ -37,6 +37,8 @@ class PullInfo:
     base_repo: str
     url: str  # the page a person opens
     changed_files: int  # GitHub lists at most 3000 files: compare with len(list_files(...))
+    github_id: int | None = None  # GitHub's id of the PR
+    base_repo_id: int | None = None  # GitHub's id of the repository the PR is in: names are only labels
 
     @property
     def from_fork(self) -> bool:
@@ -53,7 +55,12 @@ class PullInfo:
                    head_ref=str(head["ref"]), head_repo=str(head_repo["full_name"]) if head_repo else None,
                    base_sha=str(base["sha"]), base_ref=str(base["ref"]),
                    base_repo=str(base["repo"]["full_name"]), url=str(pull["html_url"]),
-                   changed_files=int(pull.get("changed_files") or 0))
+                   changed_files=int(pull.get("changed_files") or 0), github_id=_id(pull.get("id")),
+                   base_repo_id=_id(base["repo"].get("id")))
+
+
+def _id(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 @dataclass(frozen=True)

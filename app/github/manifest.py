@@ -14,7 +14,8 @@ import httpx
 
 from app.github.errors import GitHubError
 
-CONVERSION_FIELDS = ("id", "slug", "name", "html_url", "webhook_secret", "pem")
+# what GitHub's description requires of the answer; `slug` is optional and `webhook_secret` nullable there
+CONVERSION_FIELDS = ("id", "name", "html_url", "pem")
 _CODE = re.compile(r"[A-Za-z0-9_-]{1,100}")
 
 

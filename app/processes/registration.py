@@ -74,24 +74,26 @@ def save(data_dir: Path, conversion: dict[str, Any]) -> Registration:
     """Store the answer of the manifest conversion: the key and the webhook secret in owner-only files."""
     data_dir.mkdir(parents=True, exist_ok=True)
     owner = conversion.get("owner") if isinstance(conversion.get("owner"), dict) else {}
-    registration = Registration(int(conversion["id"]), str(conversion["slug"]), str(conversion["name"]),
-                                str(conversion["html_url"]), str((owner or {}).get("login", "")))
+    registration = Registration(int(conversion["id"]), str(conversion.get("slug") or ""),
+                                str(conversion["name"]), str(conversion["html_url"]),
+                                str((owner or {}).get("login", "")))
+    secret = conversion.get("webhook_secret")  # null in GitHub's schema when the App has none
     _write_owner_only(data_dir / KEY_FILE, str(conversion["pem"]))
     _write_owner_only(data_dir / APP_FILE, json.dumps({
         "id": registration.app_id, "slug": registration.slug, "name": registration.name,
         "html_url": registration.html_url, "owner": registration.owner,
-        "webhook_secret": str(conversion["webhook_secret"])}, indent=2) + "\n")
+        "webhook_secret": None if secret is None else str(secret)}, indent=2) + "\n")
     return registration
 
 
-def load(data_dir: Path) -> tuple[Registration, SecretStr] | None:
-    """The stored App and its webhook secret; None when none is stored."""
+def load(data_dir: Path) -> tuple[Registration, SecretStr | None] | None:
+    """The stored App and its webhook secret (None when GitHub gave none); None when none is stored."""
     path = data_dir / APP_FILE
     try:
         stored = json.loads(path.read_text())
-        registration = Registration(int(stored["id"]), str(stored["slug"]), str(stored["name"]),
+        registration = Registration(int(stored["id"]), str(stored.get("slug") or ""), str(stored["name"]),
                                     str(stored["html_url"]), str(stored.get("owner", "")))
-        secret = SecretStr(str(stored["webhook_secret"]))
+        secret = None if stored["webhook_secret"] is None else SecretStr(str(stored["webhook_secret"]))
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -103,8 +105,9 @@ def load(data_dir: Path) -> tuple[Registration, SecretStr] | None:
 
 
 def with_registration(settings: Settings) -> Settings:
-    """SETTINGS with the App stored in its data directory, when the environment names no App."""
-    if not unregistered(settings):
+    """SETTINGS with the App stored in its data directory, when the environment names no App (its webhook
+    secret may come from GITHUB_WEBHOOK_SECRET, for an App GitHub created without one)."""
+    if not (unregistered(settings) or _secret_alone(settings)):
         return settings
     stored = load(settings.data_dir)
     if stored is None:
@@ -112,4 +115,9 @@ def with_registration(settings: Settings) -> Settings:
     registration, secret = stored
     return settings.model_copy(update={"github_app_id": registration.app_id,
                                        "github_private_key_path": settings.data_dir / KEY_FILE,
-                                       "github_webhook_secret": secret})
+                                       "github_webhook_secret": secret or settings.github_webhook_secret})
+
+
+def _secret_alone(settings: Settings) -> bool:
+    return (settings.github_app_id is None and settings.github_private_key is None
+            and settings.github_private_key_path is None)

@@ -33,6 +33,7 @@ from app.github.manifest import web_url
 from app.logsetup import quiet_libraries
 from app.processes.registration import unregistered, with_registration
 from app.processes.setupmode import Switch, create_setup_app
+from app.processes.slow_clients import HeaderDeadlineProtocol
 from app.processes.task_queue import make_huey, make_queue, start_consumer, stop_consumer
 from app.processes.webapp import create_app
 from app.service.services import Services
@@ -169,7 +170,7 @@ def serve(settings: Settings, *, listener: socket.socket | None = None) -> int:
             _announce(settings, base)
         config = uvicorn.Config(app, host=settings.host, port=settings.port, lifespan="on",
                                 log_level=settings.log_level.lower(), timeout_graceful_shutdown=None,
-                                access_log=settings.log_level == "DEBUG")
+                                access_log=settings.log_level == "DEBUG", http=HeaderDeadlineProtocol)
         settle_memory()
         # uvicorn stops gracefully on SIGTERM/SIGINT, then raises the signal again for the previous handler:
         # make that a no-op, so a requested stop exits 0 and not by the signal

@@ -29,6 +29,7 @@ from app.config import ConfigError, Settings, StartupError
 from app.dashboard import login
 from app.dashboard.auth import same_secret
 from app.dashboard.deps import GateDep, PageViewer, get_settings_of_app, identify
+from app.dashboard.sessions import MemorySessions
 from app.dashboard.views import PAGE_HEADERS, error_page, render
 from app.github.errors import GitHubError
 from app.github.manifest import convert_manifest, registration_url, web_url
@@ -71,6 +72,7 @@ def create_setup_app(settings: Settings, on_registered: OnRegistered) -> FastAPI
     app = FastAPI(title="prtriage (setup)", openapi_url=None, docs_url=None, redoc_url=None)
     app.dependency_overrides[get_settings_of_app] = lambda: settings  # the gate needs only the settings
     app.include_router(login.router)
+    app.state.session_book = MemorySessions()  # no database before the App is registered
     states, lock, registered = States(), asyncio.Lock(), asyncio.Event()
 
     @app.get("/setup", include_in_schema=False)
@@ -90,7 +92,7 @@ def create_setup_app(settings: Settings, on_registered: OnRegistered) -> FastAPI
             "form-action 'self'", f"form-action 'self' {web_url(settings.github_api_url)}")
         # Lax, not Strict: GitHub's redirect back is a cross-site navigation, which Strict cookies miss.
         response.set_cookie(STATE_COOKIE, state, max_age=STATE_SECONDS, path="/setup", httponly=True,
-                            samesite="lax", secure=request.url.scheme == "https")
+                            samesite="lax", secure=settings.secure_cookies(request.url.scheme))
         return response
 
     @app.get("/setup/callback", include_in_schema=False)

@@ -87,10 +87,14 @@ class Repository(Base):
 
 
 class PullRequest(Base):
+    """A pull request, keyed by its repository's GitHub id and its number; `github_id` is GitHub's own id of
+    it (None for rows stored before it was kept), so a delivery that pairs them otherwise is told apart."""
+
     __tablename__ = "pull_requests"
     __table_args__ = (UniqueConstraint("repository_id", "number"),)
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    github_id: Mapped[int | None] = mapped_column(BigInteger, unique=True)
     repository_id: Mapped[int] = mapped_column(ForeignKey("repositories.id"))
     number: Mapped[int]
     title: Mapped[str] = mapped_column(Text)
@@ -303,3 +307,15 @@ class WindowEvent(Base):
     what: Mapped[str] = mapped_column(Text)
 
     window: Mapped[RiskWindow] = relationship(back_populates="events")
+
+
+class DashboardSession(Base):
+    """A login to the dashboard; its cookie is valid only while this row says so, so logging out ends it
+    on the server too. The id is the SHA-256 of the cookie's session id: the table holds no credential."""
+
+    __tablename__ = "dashboard_sessions"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(index=True)
+    revoked_at: Mapped[datetime | None]

@@ -9,6 +9,11 @@ from typing import Any, get_args
 from sqlalchemy import BigInteger, DateTime, Dialect, Enum, Integer
 from sqlalchemy.types import TypeDecorator
 
+# The largest values the columns hold: ids are 64-bit, pull request numbers 32-bit. A query for a larger one
+# is answered as not found or refused before it reaches the database, whose driver would overflow.
+BIGINT_MAX = 2**63 - 1
+INTEGER_MAX = 2**31 - 1
+
 # SQLite only auto-assigns ids to an INTEGER primary key (the rowid); PostgreSQL gets a BIGINT sequence.
 BigId = BigInteger().with_variant(Integer(), "sqlite")
 

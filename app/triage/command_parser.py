@@ -1,13 +1,24 @@
 """The `/triage …` commands of a PR comment, parsed (pure): rerun, ack <reason>, close-window <#N|all>
-<reason>, help. Only lines that start with `/triage` count, outside code blocks and quoted lines (a reply
-that quotes someone's command must not run it again)."""
+<reason>, help.
+
+A command is what the rendered comment shows as one: a line that starts with `/triage` in a top-level
+paragraph of the comment parsed as CommonMark (GitHub's comments are GitHub Flavored Markdown, a superset:
+tables and strikethrough are enabled too). Nothing in a quote (a lazy line continuing one included), a list,
+a code block or span, HTML (a comment is invisible on the page, `<pre>` is code) or emphasis counts: a reply
+that quotes someone's command must not run it again, and a command nobody can see must not run at all.
+"""
 
 from __future__ import annotations
 
+import itertools
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Literal
+
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
 
 Verb = Literal["rerun", "ack", "close-window", "help"]
 PREFIX = "/triage"
@@ -23,8 +34,8 @@ HELP = f"""Commands for this PR, one per line in a comment:
   them, with the reason (needs write permission).
 - `{PREFIX} help`: this list."""
 
-_FENCE = re.compile(r"\s{0,3}(`{3,}|~{3,})")
 _COMMAND = re.compile(rf"\s{{0,3}}{re.escape(PREFIX)}(?:\s+(?P<rest>.*))?$", re.I)
+_CANDIDATE = re.compile(rf"^[ \t]*{re.escape(PREFIX)}(?:\s|$)", re.I | re.M)  # every command line is one
 _TARGET = re.compile(r"(?:#?(?P<number>\d{1,10})|(?P<all>all))(?=\s|$)", re.I)
 
 
@@ -41,6 +52,12 @@ class Invalid:
 
     line: str
     problem: str
+
+
+def may_hold_commands(body: str) -> bool:
+    """Whether some line starts like a command: the intake's cheap test. Parsing a hostile 64 KB comment
+    takes up to a second, so the worker parses, not the process that answers GitHub."""
+    return _CANDIDATE.search(body) is not None
 
 
 def parse_commands(body: str) -> list[Command | Invalid]:
@@ -91,14 +108,30 @@ def _reason(text: str) -> str:
     return flat if len(flat) <= REASON_CHARS else flat[:REASON_CHARS - 1] + "…"
 
 
+@cache
+def _markdown() -> MarkdownIt:
+    return MarkdownIt("commonmark").enable(["table", "strikethrough"])
+
+
 def _command_lines(body: str) -> Iterator[str]:
-    fence: str | None = None
-    for line in body.replace("\r\n", "\n").split("\n"):
-        opening = _FENCE.match(line)
-        if fence is not None:
-            if line.strip().startswith(fence):
-                fence = None
-        elif opening:
-            fence = opening.group(1)
-        elif _COMMAND.match(line):
-            yield line.strip()
+    tokens = _markdown().parse(body)
+    for opening, inline in itertools.pairwise(tokens):
+        if opening.type == "paragraph_open" and opening.level == 0 and inline.type == "inline":
+            for line in _rendered_lines(inline.children or []):
+                if _COMMAND.match(line):
+                    yield line.strip()
+
+
+def _rendered_lines(children: Sequence[Token]) -> Iterator[str]:
+    """The paragraph's lines that start with plain text (not emphasis, a link, code or HTML), as the page
+    shows them: code spans keep their backticks, and HTML, which the page does not show, ends the line."""
+    line: list[Token] = []
+    for child in [*children, None]:
+        if child is not None and child.type not in ("softbreak", "hardbreak"):
+            line.append(child)
+            continue
+        if line and line[0].type == "text":
+            shown = itertools.takewhile(lambda token: token.type != "html_inline", line)
+            yield "".join(f"`{token.content}`" if token.type == "code_inline" else token.content
+                          for token in shown)
+        line = []

@@ -29,10 +29,10 @@ from app.store.queries import (
     acknowledge_findings,
     acknowledge_run,
     close_window,
-    get_pull_request,
     has_installation,
     latest_run,
     pull_request_by_id,
+    pull_request_of,
     start_run,
     upsert_installation,
     upsert_pull_request,
@@ -41,7 +41,8 @@ from app.store.queries import (
 )
 from app.store.session import session_scope
 from app.triage.command_parser import HELP, PREFIX, Command, Invalid, parse_commands
-from app.triage.job_payloads import CommandJob
+from app.triage.identity import check_identity
+from app.triage.job_payloads import CommandJob, RepositoryRef
 from app.triage.pr_report import RERUN_BUTTON, superseded_reason
 
 log = logging.getLogger(__name__)
@@ -103,9 +104,13 @@ def _carry_out(services: Services, client: GitHubClient, comment: PullComment,
         return Answer(PUZZLED, f"@{comment.author} {command.problem}. `{PREFIX} help` lists the commands.")
     if command.verb == "help":
         return Answer(reply=HELP)
+    # names are labels: the PR GitHub has under this name must be in the repository the delivery's id names
+    pull = client.get_pull(*comment.owner_repo, comment.number)
+    check_identity(services, repository=RepositoryRef.from_json(comment.repository),
+                   installation_id=comment.installation_id, pulls=[pull])
     permission = client.permission(*comment.owner_repo, comment.author)
     if command.verb == "rerun":
-        return _rerun(services, client, comment, permission)
+        return _rerun(services, client, comment, pull, permission)
     if permission not in WRITERS:
         return Answer(reply=f"Sorry @{comment.author}, `{PREFIX} {command.verb}` needs write permission on "
                             f"{comment.repository['full_name']}; please ask a maintainer to do it.")
@@ -123,9 +128,9 @@ def _send(client: GitHubClient, comment: PullComment, answer: Answer) -> None:
                    app_login=client.app_login())
 
 
-def _rerun(services: Services, client: GitHubClient, comment: PullComment, permission: str) -> Answer:
+def _rerun(services: Services, client: GitHubClient, comment: PullComment, pull: PullInfo,
+           permission: str) -> Answer:
     owner, name = comment.owner_repo
-    pull = client.get_pull(owner, name, comment.number)
     if permission not in WRITERS and comment.author.lower() != pull.author.lower():
         return Answer(reply=f"Sorry @{comment.author}, only the PR's author and people with write "
                             f"permission can ask for a new triage.")
@@ -154,12 +159,13 @@ def _record_pull(session: Session, comment: PullComment, pull: PullInfo) -> Pull
     return upsert_pull_request(
         session, repository_id=repository_id, number=pull.number, title=pull.title, author=pull.author,
         url=pull.url, head_sha=pull.head_sha, base_sha=pull.base_sha, base_ref=pull.base_ref, state="open",
-        draft=pull.draft, body=pull.body)
+        draft=pull.draft, body=pull.body, github_id=pull.github_id)
 
 
 def _stored_pull(services: Services, comment: PullComment) -> tuple[int | None, str]:
+    """The comment's stored PR, by its repository's GitHub id (another repository may have had the name)."""
     with session_scope(services.sessions, read_only=True) as session:
-        pr = get_pull_request(session, repo=str(comment.repository["full_name"]), number=comment.number)
+        pr = pull_request_of(session, repository_id=int(comment.repository["id"]), number=comment.number)
         return (pr.id if pr else None), str(comment.repository["full_name"])
 
 

@@ -112,7 +112,7 @@ class InstallationJob:
 
     KIND: ClassVar[JobKind] = "installation"
     installation_id: int
-    account_login: str
+    account_login: str | None  # None: the delivery's account was null, the stored login stays
     account_type: str | None
     state: InstallationState
     added: tuple[RepositoryRef, ...]
@@ -130,7 +130,8 @@ class InstallationJob:
         account, state = data["account"], data["state"]
         if state not in get_args(InstallationState):
             raise ValueError(f"an installation job in state {state!r}")
-        return cls(installation_id, str(account["login"]), account.get("type"), state,
+        login = account.get("login")
+        return cls(installation_id, None if login is None else str(login), account.get("type"), state,
                    _repositories(data["added"]), _repositories(data["removed"]))
 
 

@@ -49,6 +49,7 @@ from app.store.queries import (
     is_current,
     latest_run,
     mark_delivery,
+    mark_repository_removed,
     mark_running,
     open_pull_numbers_at,
     pull_request_head,
@@ -63,6 +64,7 @@ from app.store.session import session_scope
 from app.store.windows import SYSTEM_ACTOR
 from app.triage import risk_windows
 from app.triage.command_runner import PullComment, run_comment
+from app.triage.identity import IdentityRefused, check_identity
 from app.triage.job_payloads import (
     ClosedJob,
     CommandJob,
@@ -144,6 +146,10 @@ def process_delivery(services: Services, guid: str, *, final: bool = True) -> li
 def _run_job(services: Services, guid: str, stored: dict[str, Any], *, final: bool) -> list[int]:
     try:
         return _dispatch(services, guid, from_summary(stored))
+    except IdentityRefused as exc:  # not retried: the ids will disagree again
+        with services.writing() as session:
+            mark_delivery(session, guid=guid, status="failed", error=f"refused: {exc}")
+        return []
     except Exception as exc:
         if not final:
             raise
@@ -177,7 +183,7 @@ def _record_pull(session: Session, repository_id: int, pull: PullInfo) -> PullRe
         session, repository_id=repository_id, number=pull.number, title=pull.title, author=pull.author,
         url=pull.url, head_sha=pull.head_sha, base_sha=pull.base_sha, base_ref=pull.base_ref,
         state="open" if pull.state == "open" else "closed", draft=pull.draft, merged_at=pull.merged_at,
-        body=pull.body)
+        body=pull.body, github_id=pull.github_id)
 
 
 def _installation_of(services: Services, job: TriageJob | ClosedJob | CommandJob) -> int:
@@ -225,6 +231,7 @@ def _triage_job(services: Services, guid: str, job: TriageJob) -> list[int]:
     installation_id = _installation_of(services, job)
     client = services.client(installation_id)
     pulls = [client.get_pull(owner, name, number) for number in numbers]
+    check_identity(services, repository=job.repository, installation_id=installation_id, pulls=pulls)
     started, cancels = [], []
     with services.writing() as session:
         _record_repository(session, job.repository, installation_id)
@@ -253,6 +260,7 @@ def _closed_job(services: Services, guid: str, job: ClosedJob) -> list[int]:
     installation_id = _installation_of(services, job)
     client = services.client(installation_id)
     pull = client.get_pull(owner, name, job.number)
+    check_identity(services, repository=job.repository, installation_id=installation_id, pulls=[pull])
     with services.writing() as session:
         _record_repository(session, job.repository, installation_id)
         pr_id = _record_pull(session, job.repository.id, pull).id
@@ -280,6 +288,9 @@ def _installation_job(services: Services, guid: str, job: InstallationJob) -> li
                             account_type=job.account_type, state=job.state)
         for listed, removed in ((job.added, False), (job.removed, True)):
             for repo in listed:
+                if not repo.full_name:  # removed, and GitHub left its name out
+                    mark_repository_removed(session, repository_id=repo.id)
+                    continue
                 upsert_repository(session, repository_id=repo.id, full_name=repo.full_name,
                                   private=repo.private, installation_id=job.installation_id, removed=removed)
         mark_delivery(session, guid=guid, status="processed")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from app.triage.job_payloads import TriageJob
 from app.triage.pr_report import RERUN_ACTION  # the identifier of the button the completed check run carries
 from app.webhooks.payloads import CheckRunEvent, CheckSuiteEvent, PullRef
-from app.webhooks.router import Decision, Ignored, Job, PayloadError, Router
+from app.webhooks.router import Decision, Ignored, Job, Router
 
 router = Router()
 
@@ -21,11 +21,10 @@ def _numbers(pull_requests: list[PullRef]) -> tuple[int, ...]:
 def rerun_check_run(event: CheckRunEvent) -> Decision:
     check_run = event.check_run
     if event.action == "requested_action":
-        if event.requested_action is None:
-            raise PayloadError("payload lacks requested_action")
-        identifier = event.requested_action.identifier
+        # GitHub's schema makes both optional: without them it is no button of ours
+        identifier = event.requested_action.identifier if event.requested_action else None
         if identifier != RERUN_ACTION:
-            return Ignored(f"requested_action {identifier[:40]!r}: not an action of ours")
+            return Ignored(f"requested_action {(identifier or '')[:40]!r}: not an action of ours")
     return Job.of(TriageJob(event.installation_id, event.repository.ref(), _numbers(check_run.pull_requests),
                             check_run.head_sha, f"check_run.{event.action}", check_run_id=check_run.id))
 
@@ -33,6 +32,8 @@ def rerun_check_run(event: CheckRunEvent) -> Decision:
 @router.register("check_suite", "rerequested", model=CheckSuiteEvent)
 def rerun_check_suite(event: CheckSuiteEvent) -> Decision:
     suite = event.check_suite
+    if suite.app is not None and suite.app.id is None:  # GitHub's schema allows it: not ours to re-run
+        return Ignored("a check suite of an app without an id")
     app_id = suite.app.id if suite.app else None
     return Job.of(TriageJob(event.installation_id, event.repository.ref(), _numbers(suite.pull_requests),
                             suite.head_sha, "check_suite.rerequested", app_id=app_id))

@@ -1,9 +1,10 @@
-"""PR comments: a new comment with a `/triage` command line queues its commands; the App's own comments,
-other bots', comments on issues and comments without a command are ignored here, before any work."""
+"""PR comments: a new comment with a line that starts like a `/triage` command queues its commands (the job
+parses the comment as Markdown); the App's own comments, other bots', comments on issues and comments
+without such a line are ignored here, before any work."""
 
 from __future__ import annotations
 
-from app.triage.command_parser import parse_commands
+from app.triage.command_parser import may_hold_commands
 from app.triage.job_payloads import CommandJob
 from app.webhooks.payloads import IssueCommentEvent
 from app.webhooks.router import Decision, Ignored, Job, PayloadError, Router
@@ -19,7 +20,7 @@ def queue_commands(event: IssueCommentEvent) -> Decision:
     if comment.user is not None and comment.user.type == "Bot":  # our own replies and other bots: no loop
         return Ignored("a bot's comment")
     body = comment.body or ""
-    if not parse_commands(body):
+    if not may_hold_commands(body):  # the worker parses it (app/triage/command_runner.py)
         return Ignored("no /triage command")
     if comment.user is None or comment.user.login is None:
         raise PayloadError("payload lacks comment.user.login")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from app.triage.job_payloads import InstallationJob, InstallationState, RepositoryRef
-from app.webhooks.payloads import InstallationEvent, Repository
+from app.webhooks.payloads import InstallationEvent, RemovedRepository, Repository
 from app.webhooks.router import Decision, Job, Router
 
 router = Router()
@@ -17,19 +17,26 @@ def _repositories(listed: list[Repository] | None) -> tuple[RepositoryRef, ...]:
     return tuple(repo.ref() for repo in listed or [])
 
 
+def _removed(listed: list[RemovedRepository] | None) -> tuple[RepositoryRef, ...]:
+    """Removed repositories by id; a name GitHub left out is "" (the stored row keeps its own)."""
+    return tuple(RepositoryRef(repo.id, repo.full_name or "", repo.private) for repo in listed or []
+                 if repo.id is not None)
+
+
 def _installation(event: InstallationEvent, state: InstallationState, added: list[Repository] | None,
-                  removed: list[Repository] | None) -> Job:
+                  removed: tuple[RepositoryRef, ...]) -> Job:
+    """The job; a null account (GitHub's schema allows it) is None: the stored login is kept."""
     account = event.installation.account
-    return Job.of(InstallationJob(event.installation.id, account.login or "ghost", account.type, state,
-                                  _repositories(added), _repositories(removed)))
+    return Job.of(InstallationJob(event.installation.id, account.name if account else None,
+                                  account.type if account else None, state, _repositories(added), removed))
 
 
 @router.register("installation", model=InstallationEvent)
 def record_installation(event: InstallationEvent) -> Decision:
     state = STATES.get(event.action or "", "active")
-    return _installation(event, state, event.repositories, [])
+    return _installation(event, state, event.repositories, ())
 
 
 @router.register("installation_repositories", "added", "removed", model=InstallationEvent)
 def record_repositories(event: InstallationEvent) -> Decision:
-    return _installation(event, "active", event.repositories_added, event.repositories_removed)
+    return _installation(event, "active", event.repositories_added, _removed(event.repositories_removed))

@@ -1,17 +1,19 @@
 """POST /webhooks/github: the signature checked on the raw bytes before anything parses them, the delivery
 stored once by its GUID, its job queued inside the same transaction, and an answer within milliseconds.
 
-413 a body past 25 MB, whatever its transfer encoding, refused once it passes (the rest unread) · 401 bad
-or missing signature (nothing stored; a missing one before the body is read) · 400 missing event or delivery
-header, malformed JSON, a payload its event's typed model refuses, a row the database refuses (the rest of
-its group is stored) · 200 redelivery or concurrent duplicate (nothing queued), and deliveries ignored by
-design (ping, events and actions without a handler; stored as `ignored`) · 202 job queued · 503 the queue
-(or the database) cannot take it: the row is rolled back, GitHub shows the failure and the delivery can be
-redelivered.
+413 a body past 25 MB, whatever its transfer encoding, refused once it passes (the rest unread) · 408 a body
+not received within BODY_SECONDS (GitHub gives up after 10 s) · 401 bad or missing signature (nothing
+stored; a missing one before the body is read) · 400 missing event or delivery header, malformed JSON, more
+JSON values than any delivery holds (counted on the bytes, before a Python object is built), a payload its
+event's typed model refuses, a row the database refuses (the rest of its group is stored) · 200 redelivery
+or concurrent duplicate (nothing queued), and deliveries ignored by design (ping, events and actions without
+a handler; stored as `ignored`) · 202 job queued · 503 the queue (or the database) cannot take it: the row
+is rolled back, GitHub shows the failure and the delivery can be redelivered.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import logging
@@ -39,6 +41,14 @@ log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 25 * 1024 * 1024  # GitHub caps webhook payloads at 25 MB
 PARSE_IN_LOOP_BYTES = 256 * 1024  # a larger body is parsed off the event loop
+# An upper bound of the values a JSON text holds is its commas plus its brackets: counted in C on the bytes
+# (about 10 ms for 25 MB) before parsing. GitHub's deliveries hold far fewer (a PR's body is at most 65,536
+# characters); 24 MB of empty objects hold 8 million, 2.3 GB once parsed.
+MAX_JSON_VALUES = 500_000
+# Large bodies read and verified at once (the others wait, within BODY_SECONDS): each holds up to 25 MB of
+# bytes and builds up to about 50 MB of objects. GitHub's deliveries are nearly all under PARSE_IN_LOOP_BYTES.
+LARGE_BODIES = 3
+BODY_SECONDS = 10.0  # GitHub waits 10 s for the answer: a body still coming then is a slow client
 GUID_CHARS = 64  # the deliveries.guid column
 SIGNATURE_HEADER = "x-hub-signature-256"
 REDELIVER = "the delivery could not be queued; redeliver it"
@@ -82,6 +92,11 @@ def unavailable(exc: Exception) -> bool:
     return isinstance(exc, QueueDown | OperationalError | InterfaceError | PoolTimeout)
 
 
+def json_values_bound(body: bytes) -> int:
+    """At least the number of values the JSON text BODY holds (more when strings hold commas or brackets)."""
+    return body.count(b",") + body.count(b"{") + body.count(b"[")
+
+
 def parse_object(body: bytes) -> dict[str, Any] | None:
     """The body's JSON object; None for anything else. pydantic's parser bounds the nesting (a deep payload
     is refused, not a RecursionError) and refuses NaN, Infinity and lone surrogates, which no store takes."""
@@ -110,6 +125,8 @@ class Intake:
     enqueue: Callable[[str], None]  # queue the delivery's job; raises when the queue cannot
     router: Router
     metrics: ServiceMetrics
+    large_bodies: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(LARGE_BODIES),
+                                            repr=False)
 
     def receive(self, headers: Mapping[str, str], body: bytes) -> Answer:
         verified = self.verify(headers, body)
@@ -125,6 +142,9 @@ class Intake:
             return self._answer("unverified", "bad_request", 400,
                                 "X-GitHub-Event and X-GitHub-Delivery (at most 64 characters) are required")
         event = event[:64]
+        if json_values_bound(body) > MAX_JSON_VALUES:
+            return self._answer(event, "bad_request", 400,
+                                f"the body holds more than {MAX_JSON_VALUES:,} JSON values: no delivery does")
         payload = parse_object(body)
         if payload is None:
             return self._answer(event, "bad_request", 400, "the body is not a JSON object")
@@ -134,6 +154,11 @@ class Intake:
         except PayloadError as exc:
             return self._answer(event, "bad_request", 400, str(exc))
         return Verified(event, guid, envelope.action, envelope.installation_id, decision)
+
+    def busy(self) -> Answer:
+        """Large deliveries wait their turn at most BODY_SECONDS; GitHub then sees a failure to redeliver."""
+        return self._answer("unverified", "unavailable", 503,
+                            f"too many large deliveries at once; {REDELIVER}")
 
     def unsigned(self) -> Answer:
         return self._answer("unverified", "unauthorized", 401, "missing or wrong X-Hub-Signature-256")
@@ -213,6 +238,11 @@ class TooLarge(Exception):
     """The body passed MAX_BODY_BYTES."""
 
 
+def too_slow() -> JSONResponse:
+    return JSONResponse({"result": "too_slow", "message": f"the body took over {BODY_SECONDS:.0f} s"},
+                        status_code=408, headers={"Connection": "close"})
+
+
 def too_large() -> JSONResponse:
     return JSONResponse({"result": "too_large", "message": "payloads are at most 25 MB"}, status_code=413,
                         headers={"Connection": "close"})  # the rest of the body is not worth reading
@@ -220,31 +250,52 @@ def too_large() -> JSONResponse:
 
 async def read_capped(request: Request, cap: int = MAX_BODY_BYTES) -> bytes:
     """The body, read chunk by chunk whatever its transfer encoding; TooLarge as soon as it passes CAP, so
-    at most CAP bytes are ever held and the rest is never read."""
+    at most CAP bytes are ever held and the rest is never read. Not copied once read: 25 MB each."""
     declared = request.headers.get("content-length")
-    if declared is not None and (not declared.isdigit() or int(declared) > cap):
+    if declared is not None and (not declared.isascii() or not declared.isdigit() or int(declared) > cap):
         raise TooLarge
     body = bytearray()
     async for chunk in request.stream():
         if len(body) + len(chunk) > cap:
             raise TooLarge
         body += chunk
-    return bytes(body)
+    return body  # type: ignore[return-value]  # bytearray: what hmac and the JSON parser read alike
 
 
 @router.post("/webhooks/github", status_code=202)
 async def github_webhook(request: Request, intake: IntakeDep, writer: WriterDep) -> JSONResponse:
     if not request.headers.get(SIGNATURE_HEADER):  # refused before a byte of the body is read
         return _json(intake.unsigned())
+    declared = request.headers.get("content-length", "")
+    if declared.isascii() and declared.isdigit() and int(declared) <= PARSE_IN_LOOP_BYTES:
+        return await _take(request, intake, writer, large=False)
+    try:  # ten hostile 24 MB bodies must not hold ten bodies and ten parses at once
+        async with asyncio.timeout(BODY_SECONDS):
+            await intake.large_bodies.acquire()
+    except TimeoutError:
+        intake.metrics.deliveries.inc(event="unverified", result="busy")
+        return _json(intake.busy())
     try:
-        body = await read_capped(request)
+        return await _take(request, intake, writer, large=True)
+    finally:
+        intake.large_bodies.release()
+
+
+async def _take(request: Request, intake: Intake, writer: GroupCommit, *, large: bool) -> JSONResponse:
+    try:
+        async with asyncio.timeout(BODY_SECONDS):
+            body = await read_capped(request)
     except TooLarge:
         intake.metrics.deliveries.inc(event="unverified", result="too_large")
         return too_large()
-    if len(body) <= PARSE_IN_LOOP_BYTES:  # an HMAC and a JSON parse of a usual payload: well under 1 ms
-        verified = intake.verify(request.headers, body)
-    else:
+    except TimeoutError:
+        intake.metrics.deliveries.inc(event="unverified", result="too_slow")
+        return too_slow()
+    if large:  # the HMAC and the parse in a thread: the event loop goes on answering the others
         verified = await run_in_threadpool(intake.verify, request.headers, body)
+    else:  # an HMAC and a JSON parse of a usual payload: well under 1 ms
+        verified = intake.verify(request.headers, body)
+    del body
     return _json(verified if isinstance(verified, Answer) else await writer.submit(verified))
 
 

@@ -1,11 +1,16 @@
 """Typed models of the webhook payloads: only the fields a handler reads, each bounded to what GitHub sends
-and what the store can hold, so a malformed delivery is refused (400) at the routing boundary, not a crash."""
+and what the store can hold, so a malformed delivery is refused (400) at the routing boundary, not a crash.
+
+Each field is exactly as optional and as nullable as GitHub's published webhook schema has it (OpenAPI
+description, `tests/service/test_payload_schemas.py` checks every field read here against it): an
+installation's `account` may be null or an Enterprise (a `slug`, no `login`), a check suite's `app.id` null,
+a `requested_action` without `identifier`, a removed repository without `full_name`."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from app.triage.job_payloads import RepositoryRef
 
@@ -30,8 +35,15 @@ class Model(BaseModel):
 
 
 class Account(Model):
+    """A user or organization (`login`), or an Enterprise (`slug`, no `login`)."""
+
     login: Name | None = None
+    slug: Name | None = None
     type: AccountType | None = None
+
+    @property
+    def name(self) -> str | None:
+        return self.login or self.slug
 
 
 class InstallationRef(Model):
@@ -63,9 +75,18 @@ class Head(Model):
     sha: Sha
 
 
+class RepoId(Model):
+    id: Id
+
+
+class Base(Model):
+    repo: RepoId | None = None
+
+
 class PullRequest(Model):
     number: Number
     head: Head
+    base: Base | None = None
     merged: bool | None = None
     merged_by: Account | None = None
 
@@ -77,13 +98,20 @@ class PullRequestEvent(Envelope):
     sender: Account | None = None
     changes: dict[Word, Any] | None = None
 
+    @model_validator(mode="after")
+    def _one_repository(self) -> PullRequestEvent:
+        base = self.pull_request.base
+        if base is not None and base.repo is not None and base.repo.id != self.repository.id:
+            raise ValueError("pull_request.base.repo.id and repository.id name different repositories")
+        return self
+
 
 class PullRef(Model):
     number: Number
 
 
 class AppRef(Model):
-    id: Id
+    id: Id | None  # required, and nullable, in GitHub's schema
 
 
 class CheckRun(Model):
@@ -93,7 +121,7 @@ class CheckRun(Model):
 
 
 class RequestedAction(Model):
-    identifier: Word
+    identifier: Word | None = None
 
 
 class CheckRunEvent(Envelope):
@@ -115,14 +143,22 @@ class CheckSuiteEvent(Envelope):
 
 
 class Installation(InstallationRef):
-    account: Account
+    account: Account | None = None
+
+
+class RemovedRepository(Model):
+    """A repository removed from an installation: GitHub's schema requires none of its fields."""
+
+    id: Id | None = None
+    full_name: Name | None = None
+    private: bool = False
 
 
 class InstallationEvent(Envelope):
     installation: Installation
     repositories: list[Repository] | None = None
     repositories_added: list[Repository] | None = None
-    repositories_removed: list[Repository] | None = None
+    repositories_removed: list[RemovedRepository] | None = None
 
 
 class Issue(Model):
@@ -145,7 +181,9 @@ class IssueCommentEvent(Envelope):
 def describe(error: ValidationError) -> str:
     """The first problem, naming the field and never echoing the value: 'payload lacks issue.number'."""
     first = error.errors(include_url=False, include_input=False)[0]
-    where = ".".join(str(part) for part in first["loc"]) or "the payload"
+    where = ".".join(str(part) for part in first["loc"])
+    if not where:  # a check across fields (a model validator): its message names them
+        return f"payload is inconsistent: {first['msg'].removeprefix('Value error, ')}"
     if first["type"] == "missing":
         return f"payload lacks {where}"
     return f"payload has a malformed {where}: {first['msg']}"

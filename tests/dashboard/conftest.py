@@ -32,9 +32,11 @@ LOOPBACK = "127.0.0.1"
 ELSEWHERE = "203.0.113.7"  # TEST-NET-3: never routed; only ever a claimed client address here
 
 
-def build_app(database_url: str, data_dir: Path, *, token: str | None = None) -> FastAPI:
+def build_app(database_url: str, data_dir: Path, *, token: str | None = None,
+              public_url: str | None = None) -> FastAPI:
     """The dashboard as `create_app` serves it: its router, and Services at app.state."""
-    settings = Settings(DATABASE_URL=database_url, DASHBOARD_TOKEN=token, PRTRIAGE_DATA_DIR=str(data_dir))
+    settings = Settings(DATABASE_URL=database_url, DASHBOARD_TOKEN=token, PRTRIAGE_DATA_DIR=str(data_dir),
+                        PRTRIAGE_PUBLIC_URL=public_url)
     app = FastAPI(title="prtriage", docs_url=None, redoc_url=None)
     app.state.services = Services.from_settings(settings)
     dashboard.attach(app)
@@ -123,8 +125,9 @@ def make_client(tmp_path: Path) -> Iterator[Callable[..., Client]]:
     """make_client(url, token=None, client_host=LOOPBACK, ...) -> Client; closed after the test."""
     made: list[tuple[Client, FastAPI]] = []
 
-    def make(database_url: str, *, token: str | None = None, **options: Any) -> Client:
-        app = build_app(database_url, tmp_path / f"data{len(made)}", token=token)
+    def make(database_url: str, *, token: str | None = None, public_url: str | None = None,
+             **options: Any) -> Client:
+        app = build_app(database_url, tmp_path / f"data{len(made)}", token=token, public_url=public_url)
         client = Client(app, **options)
         made.append((client, app))
         return client

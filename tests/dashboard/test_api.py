@@ -148,6 +148,18 @@ def test_one_run_with_every_suite(api: tuple[Client, Seed]) -> None:
     assert client.get("/api/runs/9999").status_code == 404
 
 
+HUGE = "99999999999999999999999"  # past 64 bits: the database driver would overflow
+
+
+def test_numbers_past_what_the_columns_hold_are_a_422_not_a_500(api: tuple[Client, Seed]) -> None:
+    client, _ = api
+    for url in (f"/api/runs?pr={HUGE}", f"/api/runs/{HUGE}", f"/api/risk-windows/{HUGE}",
+                f"/api/runs?pr={2**31}", f"/api/runs/{2**63}"):
+        assert client.get(url).status_code == 422, url
+    assert client.get(f"/api/runs?pr={2**31 - 1}").json()["items"] == []
+    assert client.get(f"/api/runs/{2**63 - 1}").status_code == 404
+
+
 def test_openapi_documents_the_api_and_hides_the_pages(api: tuple[Client, Seed]) -> None:
     client, _ = api
     schema = client.get("/openapi.json").json()

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from urllib.parse import parse_qs, urlparse
 
 import pytest
 from fastapi.routing import APIRoute
+from sqlalchemy import text
 
 from app import dashboard
 from app.config import Settings
 from app.dashboard import api, login, routes
 from app.dashboard.auth import SESSION_SECONDS, Gate, safe_next
+from app.store.session import make_engine
 
 from .conftest import ELSEWHERE, TOKEN, Client
 from .seed import PRIVATE_TITLE, Seed
@@ -130,6 +133,18 @@ def test_the_cookie_is_secure_over_https(protected: Callable[..., Client]) -> No
     assert "secure" in {part.strip().lower() for part in cookie.split(";")}
 
 
+def test_the_cookie_is_secure_behind_a_proxy_when_the_public_address_is_https(
+        seeded_sqlite: tuple[str, Seed], make_client: MakeClient) -> None:
+    # compose's Caddy speaks http to the app: the public address decides (PRTRIAGE_PUBLIC_URL)
+    client = make_client(seeded_sqlite[0], token=TOKEN, public_url="https://triage.example.com")
+    cookie = client.post("/login", data={"token": TOKEN}).headers["set-cookie"]
+    assert "secure" in {part.strip().lower() for part in cookie.split(";")}
+    sent = {"Cookie": cookie.split(";")[0]}  # as the browser sends it to the proxy over https
+    csrf = client.get("/", headers=sent).text.split('name="csrf" value="')[1].split('"')[0]
+    ended = client.post("/logout", data={"csrf": csrf}, headers=sent).headers["set-cookie"]
+    assert "secure" in {part.strip().lower() for part in ended.split(";")}
+
+
 def test_a_wrong_token_at_login_is_refused(protected: Callable[..., Client]) -> None:
     client = protected()
     response = client.post("/login", data={"token": "guess", "next": "/"})
@@ -164,6 +179,46 @@ def test_logout_forgets_the_session_cookie(protected: Callable[..., Client]) -> 
     response = client.post("/logout", data={"csrf": csrf})
     assert response.status_code == 303 and 'prtriage_session=""' in response.headers["set-cookie"]
     assert client.get("/").status_code == 303
+
+
+def test_a_copy_of_the_cookie_is_refused_after_logout(seeded_any: tuple[str, Seed],
+                                                     make_client: MakeClient) -> None:
+    client = make_client(seeded_any[0], token=TOKEN)
+    client.log_in()
+    copied = client.http.cookies["prtriage_session"]
+    other = make_client(seeded_any[0], token=TOKEN)  # another process of the service, the same database
+    other.http.cookies.set("prtriage_session", copied)
+    assert other.get("/api/runs").status_code == 200
+    csrf = client.page("/").one("form", cls="logout").one("input", name="csrf")["value"]
+    assert client.post("/logout", data={"csrf": csrf}).status_code == 303
+
+    for replay in (client, other):
+        replay.http.cookies.set("prtriage_session", copied)
+        assert replay.get("/api/runs").status_code == 401
+        assert replay.get("/").status_code == 303
+        assert replay.get("/").headers["location"] == "/login?next=/"
+
+
+def test_a_new_token_ends_every_session(seeded_sqlite: tuple[str, Seed], make_client: MakeClient) -> None:
+    first, second = make_client(seeded_sqlite[0], token=TOKEN), make_client(seeded_sqlite[0], token=TOKEN)
+    first.log_in()
+    second.log_in()
+    rotated = make_client(seeded_sqlite[0], token="a new token after a leak")
+    for client in (first, second):
+        rotated.http.cookies.set("prtriage_session", client.http.cookies["prtriage_session"])
+        assert rotated.get("/api/runs").status_code == 401
+
+
+def test_a_login_kept_on_the_server_holds_no_credential(fresh_sqlite: tuple[str, Seed],
+                                                        make_client: MakeClient) -> None:
+    client = make_client(fresh_sqlite[0], token=TOKEN)
+    client.log_in()
+    session_id = client.http.cookies["prtriage_session"].split(".")[1]
+    engine = make_engine(fresh_sqlite[0])
+    with engine.connect() as connection:
+        [row] = connection.execute(text("SELECT id, revoked_at FROM dashboard_sessions")).all()
+    engine.dispose()
+    assert row == (hashlib.sha256(session_id.encode()).hexdigest(), None)
 
 
 @pytest.mark.parametrize(("target", "expected"), [

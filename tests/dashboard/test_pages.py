@@ -87,7 +87,10 @@ def test_bad_query_values_are_html_pages_with_every_problem_said(reader: Client)
     runs = reader.page("/runs?pr=abc&limit=999", status=400)
     assert "not a pull request number: 'abc'" in runs.one(id="problem").text
     assert runs.find_all("tr", cls="run")
-    for url in ("/windows/abc", "/runs/0", "/windows/-1"):
+    for pr in ("99999999999999999999999", "2147483648", "²", "1" * 5000):
+        huge = reader.page(f"/runs?pr={pr}", status=400)
+        assert "not a pull request number" in huge.one(id="problem").text, pr
+    for url in ("/windows/abc", "/runs/0", "/windows/-1", "/runs/99999999999999999999999"):
         answer = reader.get(url)
         assert answer.status_code == 404 and answer.headers["content-type"].startswith("text/html"), url
         assert reader.page(url, status=404).one(id="problem").text

@@ -178,3 +178,9 @@ def test_the_installation_of_a_repository(fake: FakeGitHub, app: GitHubApp):
     with pytest.raises(NotFound):
         app.installation_for("octo", "unknown")
     assert {request.auth for request in fake.calls()} == {"jwt"}
+
+
+def test_an_app_whose_slug_github_leaves_out_is_a_clear_error(fake: FakeGitHub, app: GitHubApp):
+    fake.app_slug = ""  # GitHub's description makes `slug` optional in GET /app
+    with pytest.raises(GitHubError, match="GET /app named no slug"):
+        app.app_login()

@@ -110,9 +110,19 @@ def test_annotations_are_made_acceptable():
                      title="t" * 300)
     payload = odd.payload()
     assert (payload["start_line"], payload["end_line"]) == (1, 1)
-    assert len(payload["title"]) == 255 and len(payload["message"]) == 64 * 1024
+    assert len(payload["title"]) == 255 and len(payload["message"]) == 64_000
     with pytest.raises(ValueError, match="annotation_level"):
         Annotation(path="a.py", start_line=1, end_line=1, annotation_level="error", message="m").payload()  # type: ignore[arg-type]
+
+
+def test_annotation_texts_are_cut_by_bytes_never_inside_a_character():
+    # GitHub documents 64 KB: 21,000 three-byte characters are 63,000 bytes, 30,000 are 90,000
+    fits = Annotation(path="a.py", start_line=1, end_line=1, annotation_level="warning", message="€" * 21_000)
+    assert fits.payload()["message"] == "€" * 21_000
+    cut = Annotation(path="a.py", start_line=1, end_line=1, annotation_level="warning", message="€" * 30_000,
+                     raw_details="x" + "€" * 30_000).payload()
+    assert cut["message"] == "€" * 21_333 and len(cut["message"].encode()) == 63_999
+    assert len(cut["raw_details"].encode()) == 64_000 and cut["raw_details"].endswith("€")
 
 
 def test_cancel_says_why(fake: FakeGitHub, client: GitHubClient):

@@ -31,12 +31,13 @@ def test_get_pull_in_plain_data(fake: FakeGitHub, client: GitHubClient):
                   author="alice", head_ref="fail-fast", files=["a.py", "b.py"], draft=True)
 
     pull = client.get_pull("octo", "widgets", 12)
+    repository_id = fake.repo("octo/widgets").id  # type: ignore[union-attr]
 
     assert pull == PullInfo(
         number=12, title="Fail fast", body="", author="alice", state="open", draft=True, merged=False,
         merged_at=None, head_sha=HEAD, head_ref="fail-fast", head_repo="octo/widgets", base_sha=BASE,
         base_ref="main", base_repo="octo/widgets", url="https://github.com/octo/widgets/pull/12",
-        changed_files=2)
+        changed_files=2, github_id=repository_id * 100_000 + 12, base_repo_id=repository_id)
     assert not pull.from_fork
 
 

@@ -153,7 +153,8 @@ def deployment(miles: FakeGitHub, github_app_key: AppKey, postgres: PostgresData
     key.write_text(github_app_key.private_pem)
     key.chmod(0o600)
     variables = {"GITHUB_APP_ID": str(miles.app_id), "GITHUB_WEBHOOK_SECRET": SECRET,
-                 "GITHUB_API_URL": miles.url, "DASHBOARD_TOKEN": token_hex(16)}
+                 "GITHUB_API_URL": miles.url, "DASHBOARD_TOKEN": token_hex(16),
+                 "PRTRIAGE_DOMAIN": "triage.example.com"}
     mounts = {PurePosixPath("/data"): tmp_path / "data", PurePosixPath("/cache"): prtriage_cache,
               SECRETS: secrets}
     processes = Processes(tmp_path)

@@ -26,7 +26,7 @@ from dashboard.test_browser import browser  # noqa: F401 (fixture)
 from app.config import ConfigError, Settings
 from app.demo.localgithub import FakeGitHub
 from app.github.manifest import registration_url, web_url
-from app.processes.registration import APP_FILE, KEY_FILE, MANIFEST, with_registration
+from app.processes.registration import APP_FILE, KEY_FILE, MANIFEST, save, with_registration
 from app.processes.setupmode import STATE_COOKIE, create_setup_app
 
 from .conftest import wait_for
@@ -263,6 +263,21 @@ def test_the_environment_wins_over_the_stored_app_and_a_damaged_store_is_named(t
     (tmp_path / APP_FILE).write_text("{")
     with pytest.raises(ConfigError, match=APP_FILE):
         with_registration(Settings(PRTRIAGE_DATA_DIR=tmp_path))
+
+
+def test_a_conversion_without_slug_or_webhook_secret_is_stored_and_the_secret_taken_from_the_environment(
+        tmp_path: Path) -> None:
+    # GitHub's description: `slug` optional, `webhook_secret` nullable in the manifest conversion's answer
+    save(tmp_path, {"id": 7, "name": "n", "html_url": "https://github.com/apps/n", "pem": "pem",
+                    "webhook_secret": None})
+    assert json.loads((tmp_path / APP_FILE).read_text())["webhook_secret"] is None
+    without = with_registration(Settings(PRTRIAGE_DATA_DIR=tmp_path))
+    assert (without.github_app_id, without.github_webhook_secret) == (7, None)
+    with pytest.raises(ConfigError, match="GITHUB_WEBHOOK_SECRET"):
+        without.require_app()
+    given = with_registration(Settings(PRTRIAGE_DATA_DIR=tmp_path, GITHUB_WEBHOOK_SECRET="set on its page"))
+    assert given.github_app_id == 7 and given.github_webhook_secret is not None
+    assert given.github_webhook_secret.get_secret_value() == "set on its page"
 
 
 def test_the_packaged_manifest_is_app_yml() -> None:

@@ -11,7 +11,14 @@ from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
 from app.store.models import PullRequest, Repository
-from app.store.queries import get_pull_request, upsert_installation, upsert_pull_request, upsert_repository
+from app.store.queries import (
+    get_pull_request,
+    identity_conflicts,
+    pull_request_of,
+    upsert_installation,
+    upsert_pull_request,
+    upsert_repository,
+)
 from app.store.session import session_scope
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -101,3 +108,40 @@ def test_concurrent_upserts_of_one_pull_request_make_one_row(db: Engine) -> None
     assert len(ids) == 1
     with session_scope(db, read_only=True) as session:
         assert session.scalar(select(func.count()).select_from(PullRequest)) == 1
+
+
+def test_a_name_held_by_a_deleted_repository_and_its_successor_finds_the_successors_pr(
+        session: Session) -> None:
+    widgets(session)
+    pull(session, 7, head_sha="1" * 40)
+    # the repository was deleted and another one created under its name (or it was renamed away)
+    upsert_repository(session, repository_id=8, full_name="acme/widgets", private=False, installation_id=1)
+    pull(session, 8, head_sha="2" * 40)
+    assert get_pull_request(session, repo="ACME/Widgets", number=2204).head_sha == "2" * 40  # type: ignore[union-attr]
+    assert pull_request_of(session, repository_id=7, number=2204).head_sha == "1" * 40  # type: ignore[union-attr]
+    assert pull_request_of(session, repository_id=9, number=2204) is None
+
+
+def test_github_ids_are_kept_once_known_and_disagreements_named(session: Session) -> None:
+    widgets(session)
+    pull(session, 7, github_id=700)
+    assert pull(session, 7).github_id == 700  # a caller that does not know it leaves it
+    upsert_repository(session, repository_id=8, full_name="acme/gadgets", private=False, installation_id=1)
+    assert identity_conflicts(session, repository_id=7, installation_id=1, number=2204, github_id=700) == []
+    assert identity_conflicts(session, repository_id=7, installation_id=1, number=2204, github_id=701) == [
+        "pull request 7#2204 is GitHub's 700, the delivery says 701"]
+    assert identity_conflicts(session, repository_id=8, installation_id=1, number=2204, github_id=700) == [
+        "pull request 700 is stored as 7#2204, the delivery says 8#2204"]
+    upsert_installation(session, installation_id=2, account_login="other")
+    assert identity_conflicts(session, repository_id=7, installation_id=2) == [
+        "repository 7 belongs to installation 1, the delivery says 2"]
+    upsert_repository(session, repository_id=7, full_name="acme/widgets", private=False, installation_id=1,
+                      removed=True)
+    assert identity_conflicts(session, repository_id=7, installation_id=2) == []  # it left installation 1
+
+
+def test_an_installation_delivered_with_a_null_account_keeps_its_login(session: Session) -> None:
+    upsert_installation(session, installation_id=5, account_login="acme", account_type="Organization")
+    kept = upsert_installation(session, installation_id=5, account_login=None, state="suspended")
+    assert (kept.account_login, kept.account_type, kept.state) == ("acme", "Organization", "suspended")
+    assert upsert_installation(session, installation_id=6, account_login=None).account_login == "ghost"

@@ -477,10 +477,14 @@ def parse_policy(text: str, source: str) -> Policy:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise PolicyError(f"{source}: not valid YAML: {exc}") from None
+    except RecursionError:  # the YAML reader recurses per level: a policy is never nested this deep
+        raise PolicyError(f"{source}: nested too deeply to be a policy") from None
     if not isinstance(raw, dict):
         raise PolicyError(f"{source}: a policy is a mapping of keys, got {type(raw).__name__}")
     try:
         return Policy.model_validate(raw)
+    except RecursionError:
+        raise PolicyError(f"{source}: nested too deeply to be a policy") from None
     except ValidationError as exc:
         first = exc.errors()[0]
         key = location(first, Policy) or "(top level)"
