@@ -37,3 +37,12 @@ def tool(name: str) -> str:
     if found is None:
         unavailable(f"{name} is not installed (.ci/run installs it)")
     return found
+
+
+def working_sandbox() -> None:
+    """The real sandbox, or the test skipped (failed under CI) when bubblewrap is missing or cannot run."""
+    from app.sandbox.runner import sandbox_problem
+
+    problem = sandbox_problem()
+    if problem is not None:
+        unavailable(f"the sandbox cannot run here: {problem}")

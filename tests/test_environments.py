@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from needs import working_sandbox
 
 from app.analysis.core.policy import Harness, Limits, Policy, PolicyError, RequirementsFile, parse_policy
 from app.engine.check_steps import AnalysisError, analysis_environment, run_check
@@ -29,7 +30,7 @@ from app.engine.environments import (
     prepare,
 )
 from app.engine.matrix_capture import capture_key
-from app.sandbox.runner import SandboxSpec, run_harness, sandbox_problem
+from app.sandbox.runner import SandboxSpec, run_harness
 from app.trees.cachedir import prune
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,12 +39,7 @@ PROGRAMS = Path(__file__).resolve().parent / "sandbox_programs"
 
 @pytest.fixture
 def bwrap() -> None:
-    """The real sandbox: on CI a missing or unusable bubblewrap is a failure, elsewhere a skip."""
-    problem = sandbox_problem()
-    if problem is not None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"the sandbox must work on CI: {problem}")
-        pytest.skip(problem)
+    working_sandbox()
 
 
 def make_wheel(directory: Path, name: str, version: str, source: str) -> Path:
@@ -245,6 +241,10 @@ def test_env_build_and_list_from_the_command_line(wheels: Path, tmp_path: Path) 
                                   "matrix": {"sources": []},
                                   "harness": {"requirements": ["envprobe-pkg==2.0"]}}))
     cache = ["--cache-dir", str(tmp_path / "cache")]
+    dry = prtriage("env", "build", "--policy", str(policy), "--dry-run", "--format", "json", *cache, env={})
+    assert dry.returncode == 0, dry.stderr
+    key = json.loads(dry.stdout)["key"]
+    assert not (tmp_path / "envs").exists()  # nothing built
     built = prtriage("env", "build", "--policy", str(policy), "--format", "json", *cache, env={})
     assert built.returncode == 0, built.stderr
     assert "preparing the analysis environment" in built.stderr  # said even when stderr is no terminal
@@ -253,6 +253,7 @@ def test_env_build_and_list_from_the_command_line(wheels: Path, tmp_path: Path) 
     listing = prtriage("env", "list", "--format", "json", *cache, env={})
     [environment] = json.loads(listing.stdout)["environments"]
     assert environment["digest"] == document["digest"] and environment["used_by"] == ["a:main (a.py)"]
+    assert Path(environment["path"]).name == key  # what a CI cache is keyed by names the built directory
     policy.write_text(policy.read_text().replace("envprobe-pkg==2.0", "envprobe-pkg==7"))
     failed = prtriage("env", "build", "--policy", str(policy), *cache, env={})
     assert failed.returncode == 3

@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from needs import working_sandbox
 
 from app.analysis.core.policy import Limits
 from app.sandbox.bwrap import LAUNCH_ENV
-from app.sandbox.runner import SandboxRun, SandboxSpec, run_harness, sandbox_problem
+from app.sandbox.runner import SandboxRun, SandboxSpec, run_harness
 
 PROBE = Path(__file__).resolve().parent / "sandbox_programs" / "probe.py"
 SECRET_NAME = "GITHUB_WEBHOOK_SECRET"
@@ -26,12 +27,7 @@ SECRET_NAME = "GITHUB_WEBHOOK_SECRET"
 
 @pytest.fixture(autouse=True)
 def bwrap() -> None:
-    """The real sandbox: on CI a missing or unusable bubblewrap is a failure, elsewhere a skip."""
-    problem = sandbox_problem()
-    if problem is not None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"the sandbox must work on CI: {problem}")
-        pytest.skip(problem)
+    working_sandbox()
 
 
 @pytest.fixture
