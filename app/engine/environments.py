@@ -27,10 +27,12 @@ from pathlib import Path
 from typing import Any
 
 from app.analysis.core.policy import Harness, RequirementsFile, check_requirement
+from app.bundled import package_file
 from app.sandbox.interpreter import Interpreter
 from app.trees.cachedir import cached_entry, disk_usage, use
 
 SECTION = "envs"
+INSTALLATION_SCRIPT = package_file("app.sandbox", "installation.py")
 ENV_DIR_VARIABLE = "PRTRIAGE_ENV_DIR"
 MARKER = "prtriage-env.json"
 FORMAT = 1  # of the environment's key and marker: a change rebuilds every environment
@@ -39,16 +41,6 @@ MAX_REQUIREMENTS_FILE = 1024 * 1024
 # Variables never passed to pip: it runs packages' build code on the host.
 SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PRIVATE_KEY|DATABASE_URL|QUEUE_URL|CREDENTIAL",
                          re.IGNORECASE)
-# What the probe asks of an interpreter: where it lives, its version, its own site-packages.
-PROBE = ("import json, sys, sysconfig, os; p = sys.base_prefix; "
-         "paths = sysconfig.get_paths(vars={'base': p, 'platbase': p, 'installed_base': p, "
-         "'installed_platbase': p}); v = sys.version_info; "
-         "extra = [os.path.join(p, 'lib', 'python3', 'dist-packages'), "
-         "os.path.join(p, 'local', 'lib', f'python{v[0]}.{v[1]}', 'dist-packages')]; "
-         "print(json.dumps({'executable': os.path.join(p, 'bin', f'python{v[0]}.{v[1]}'), "
-         "'version': '.'.join(map(str, v[:3])), 'full': sys.version, 'base_prefix': p, "
-         "'site': sorted({paths['purelib'], paths['platlib'], *extra})}))")
-
 Progress = Callable[[str, int, int, str], None]
 
 
@@ -339,16 +331,16 @@ def _candidates(version: str) -> list[str]:
 
 @functools.cache
 def _probe(executable: str) -> Python | None:
-    """What EXECUTABLE is, or None when it does not run (a pyenv shim of a version not installed)."""
+    """What EXECUTABLE is (app/sandbox/installation.py run by it), or None when it does not run (a pyenv
+    shim of a version not installed)."""
     try:
-        done = subprocess.run([executable, "-I", "-c", PROBE], capture_output=True, text=True, check=True,
-                              timeout=60)
+        done = subprocess.run([executable, "-I", str(INSTALLATION_SCRIPT)], capture_output=True, text=True,
+                              check=True, timeout=60)
         found = json.loads(done.stdout)
     except (OSError, subprocess.SubprocessError, ValueError):
         return None
-    site = tuple(path for path in found["site"] if os.path.isdir(path))
     return Python(executable=found["executable"], version=found["version"], full=found["full"],
-                  base_prefix=found["base_prefix"], site=site)
+                  base_prefix=found["base_prefix"], site=tuple(found["site"]))
 
 
 def _digest(document: dict[str, Any], length: int = 16) -> str:

@@ -4,10 +4,9 @@ the site-packages prtriage itself runs with (docs/sandbox.md, "The analysis envi
 from __future__ import annotations
 
 import hashlib
-import os
-import sys
-import sysconfig
 from dataclasses import dataclass
+
+from app.sandbox.installation import facts
 
 
 @dataclass(frozen=True)
@@ -27,33 +26,10 @@ class Interpreter:
     version: str
 
 
-def bare_interpreter(base_prefix: str | None = None, python: str | None = None) -> Interpreter:
-    """The standard library alone: the installation prtriage runs from (or BASE_PREFIX's), its
-    site-packages hidden. The environment of a policy that declares no requirements."""
-    prefix = os.path.abspath(base_prefix or sys.base_prefix)
-    executable = python or base_executable()
-    version = f"{sys.version_info.major}.{sys.version_info.minor}.{sys.version_info.micro}"
-    return Interpreter(python=executable, binds=(prefix,), hidden=site_packages_of(prefix),
-                       digest=hashlib.sha256(f"bare:{executable}:{sys.version}".encode()).hexdigest()[:16],
-                       version=version)
-
-
-def base_executable() -> str:
-    """The installation's own interpreter, not a virtual environment's (whose site-packages it would add)."""
-    candidate = getattr(sys, "_base_executable", "") or sys.executable
-    if candidate and os.path.realpath(candidate).startswith(os.path.realpath(sys.base_prefix) + os.sep):
-        return candidate
-    name = f"python{sys.version_info.major}.{sys.version_info.minor}"
-    return os.path.join(sys.base_prefix, "bin", name)
-
-
-def site_packages_of(prefix: str) -> tuple[str, ...]:
-    """An installation's site-packages directories (purelib and platlib), those that exist."""
-    paths = sysconfig.get_paths(vars={"base": prefix, "platbase": prefix, "installed_base": prefix,
-                                      "installed_platbase": prefix})
-    found = {os.path.abspath(paths[key]) for key in ("purelib", "platlib")}
-    # Debian's Pythons also read dist-packages directories beside the scheme's own.
-    found |= {os.path.join(prefix, "lib", "python3", "dist-packages"),
-              os.path.join(prefix, "local", "lib", f"python{sys.version_info.major}.{sys.version_info.minor}",
-                           "dist-packages")}
-    return tuple(sorted(path for path in found if os.path.isdir(path)))
+def bare_interpreter() -> Interpreter:
+    """The standard library alone, of the installation prtriage runs from, its site-packages hidden: what a
+    harness run gets when no analysis environment is given."""
+    found = facts()
+    digest = hashlib.sha256(f"bare:{found['executable']}:{found['full']}".encode()).hexdigest()[:16]
+    return Interpreter(python=found["executable"], binds=(found["base_prefix"],), hidden=tuple(found["site"]),
+                       digest=digest, version=found["version"])
