@@ -188,6 +188,14 @@ def test_requirements_are_read_from_the_trees_files(tmp_path: Path) -> None:
         RequirementsFile(file="pyproject.toml", extra="test", exclude=["transformer_engine"])])
     assert declared(harness, tmp_path).requirements == (
         "packaging", "torch==2.13.0", "PyYAML", "hydra-core==1.3.2", "pytest>=8")
+    (tmp_path / "uv.lock").write_text('version = 1\n[[package]]\nname = "torch"\nversion = "2.13.0"\n'
+                                      '[[package]]\nname = "pyyaml"\nversion = "6.0.3"\n')
+    locked = Harness(requirements_from=[RequirementsFile(file="uv.lock", packages=["PyYAML", "torch"])])
+    assert declared(locked, tmp_path).requirements == ("PyYAML==6.0.3", "torch==2.13.0")
+    unlocked = Harness(requirements_from=[RequirementsFile(file="uv.lock", packages=["networkx"])])
+    with pytest.raises(EnvironmentProblem, match=r"^harness\.requirements_from \(uv\.lock\): the lock file "
+                                                 r"pins no networkx"):
+        declared(unlocked, tmp_path)
     missing = Harness(requirements_from=[RequirementsFile(file="pyproject.toml", extra="docs")])
     with pytest.raises(EnvironmentProblem,
                        match=r"^harness\.requirements_from \(pyproject\.toml\): no extra"):

@@ -92,7 +92,12 @@ def read_requirements(tree: Path, source: RequirementsFile) -> list[str]:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise EnvironmentProblem(f"{key}: cannot read it: {exc}") from None
-    lines = _pyproject_lines(text, source, key) if path.name.endswith(".toml") else _requirement_lines(text)
+    if path.name.endswith(".lock"):
+        lines = _locked_lines(text, source, key)
+    elif path.name.endswith(".toml"):
+        lines = _pyproject_lines(text, source, key)
+    else:
+        lines = _requirement_lines(text)
     excluded = {_normalized(name) for name in source.exclude}
     kept = []
     for line in lines:
@@ -123,6 +128,21 @@ def _pyproject_lines(text: str, source: RequirementsFile, key: str) -> list[str]
         if values is None:
             raise EnvironmentProblem(f"{key}: no extra {source.extra!r} in [project.optional-dependencies]")
     return [str(value) for value in values]
+
+
+def _locked_lines(text: str, source: RequirementsFile, key: str) -> list[str]:
+    """`name==version` for each of the source's packages, as the uv.lock pins it."""
+    if not source.packages:
+        raise EnvironmentProblem(f"{key}: a lock file needs `packages`, the distributions to take from it")
+    try:
+        locked = {_normalized(str(package.get("name", ""))): str(package.get("version", ""))
+                  for package in tomllib.loads(text).get("package", [])}
+    except (tomllib.TOMLDecodeError, AttributeError) as exc:
+        raise EnvironmentProblem(f"{key}: not a uv.lock: {exc}") from None
+    missing = [name for name in source.packages if not locked.get(_normalized(name))]
+    if missing:
+        raise EnvironmentProblem(f"{key}: the lock file pins no {', '.join(missing)}")
+    return [f"{name}=={locked[_normalized(name)]}" for name in source.packages]
 
 
 def _name(requirement: str) -> str:

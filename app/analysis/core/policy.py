@@ -111,9 +111,13 @@ def check_requirement(value: str) -> str:
 class RequirementsFile(_Strict):
     """Requirements read from a file of the analysed repository (at the revision whose policy is used)."""
 
-    file: str = Field(description="Repo-relative path: a pip requirements file, or a `pyproject.toml`.")
+    file: str = Field(description="Repo-relative path: a pip requirements file, a `pyproject.toml`, or a "
+                      "`uv.lock`.")
     extra: str | None = Field(None, description="pyproject.toml: the `[project.optional-dependencies]` "
                               "extra to read; none: `[project].dependencies`.")
+    packages: list[str] = Field(default_factory=list, description="uv.lock: the distributions to take from "
+                                "it, each pinned at the version it locks (a lock file lists every package of "
+                                "every platform: it is never installed whole).")
     exclude: list[str] = Field(default_factory=list, description="Distribution names left out (GPU-only "
                                "packages such as `flash-attn` or `transformer-engine`), case and `-`/`_` "
                                "insensitive.")
