@@ -372,11 +372,13 @@ def _run(module: Module, source: str, chosen: list[tuple[Mutant, int]], *, jobs:
             mutant, index = queue.pop(0)
             if module.excludes(mutant):
                 results[mutant.id] = Result(mutant, "equivalent", 0.0)
+                report(results[mutant.id])
                 continue
             try:
                 code = mutated_code(source, str(ROOT / module.path), index)
             except (SyntaxError, ValueError, TypeError):
                 results[mutant.id] = Result(mutant, "invalid", 0.0)
+                report(results[mutant.id])
                 continue
             running[_fork_pytest(module, code)] = (mutant, time.monotonic())
         for pid, (mutant, started) in list(running.items()):
@@ -449,6 +451,10 @@ def score(results: list[Result]) -> Score:
     return Score(killed + statuses["survived"], killed, statuses["survived"], statuses["equivalent"])
 
 
+# One character per mutant as it ends, in line order (with --jobs 1): killed ".", timed out "t".
+_MARKS = {"survived": "S", "timeout": "t", "equivalent": "e", "invalid": "i"}
+
+
 def _describe(mutant: Mutant) -> str:
     return f"line {mutant.line} {mutant.id}: {mutant.change}"
 
@@ -490,8 +496,7 @@ def main(argv: list[str] | None = None) -> int:
     for module in args.modules:
         print(f"== {module.name} ({module.path}) against {' '.join(module.tests)}", flush=True)
         results = run_module(module, limit=args.limit, only=set(args.only), jobs=args.jobs,
-                             report=lambda r: print("." if r.status != "survived" else "S", end="",
-                                                    flush=True))
+                             report=lambda r: print(_MARKS.get(r.status, "."), end="", flush=True))
         print()
         everything[module.name], scores[module.name] = results, score(results)
         for result in results:

@@ -519,11 +519,15 @@ def test_a_text_of_exactly_the_limits_is_read_whole() -> None:
     assert (len(reading.texts), reading.cut, reading.skipped, reading.note) == (len(exactly) + 1, 0, 0, "")
     spent = within_budget([*exactly, Text("title", "#5")])
     assert (spent.skipped, spent.texts[-1].source) == (1, "comment")
+    diff = [Text("diff", text.text, path="a.py", line=1) for text in exactly]
+    assert within_budget([*diff, *exactly]).skipped == 0  # the diff's budget, to the last character
 
 
 def test_a_fence_a_quote_and_an_alert_line_each_end_a_paragraph() -> None:
-    assert kinds("Depends on\n```\nx = 1\n```\n#5 is related.") == {"#5": "mention"}
-    assert kinds("Depends on\n> the reviewer's words\n#5 is related.") == {"#5": "mention"}
+    assert sentences("See #4\n```\nx = 1\n```\n#5 is related.") == [
+        (f"{OWNER}/{REPO}#4", "See #4", ""), (f"{OWNER}/{REPO}#5", "#5 is related.", "")]
+    assert sentences("See #4\n> the reviewer's words\n#5 is related.") == [
+        (f"{OWNER}/{REPO}#4", "See #4", ""), (f"{OWNER}/{REPO}#5", "#5 is related.", "")]
     assert kinds("Depends on\n> [!NOTE]\n> #5 is related.") == {"#5": "mention"}
 
 
@@ -567,8 +571,10 @@ def test_quotes_keep_their_sentence_whole_and_only_their_own() -> None:
 
 
 def test_inline_code_inside_a_quote_leaves_the_quote_whole() -> None:
-    text = '`a` then Revert "Use `x` here. Now faster" (#12)'
+    text = '`a. b` then Revert "Use `x` here. Now faster" (#12)'
     assert sentences(text)[0][1] == text
+    assert sentences('`a`. Then Revert "Use `x` here. Now faster" (#12)')[0][1] == (
+        'Then Revert "Use `x` here. Now faster" (#12)')
 
 
 def test_text_between_two_code_spans_is_prose() -> None:
