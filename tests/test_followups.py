@@ -395,6 +395,216 @@ def test_hard_wrapped_commit_message_is_one_sentence() -> None:
     assert kinds(message, "commit") == {"#2204": "followup"}
 
 
+def sentences(text: str, source: str = "body") -> list[tuple[str, str, str]]:
+    """(target, sentence, previous) of every mention in TEXT."""
+    found = find_mentions([Text(typing.cast(typing.Any, source), text)], owner=OWNER, repo=REPO,
+                          number=NUMBER)
+    return [(m.target, m.sentence, m.previous) for m in found]
+
+
+@pytest.mark.parametrize(("body", "expected"), [
+    ("~~~\n#5\n```\n#6\n~~~\n#7", ["#7"]),  # a fence closes only with its own character
+    ("```\n#5\n```python\n#6\n```\n#7", ["#7"]),  # ... and a closing fence has no info string
+    ("````\n#5\n```\n#6\n````\n#7", ["#7"]),  # ... nor fewer characters than it opened with
+    ("```\n#5\n  ```  \n#6", ["#6"]),  # ... but may be indented and have trailing spaces
+    ("   ```\n#5\n   ```\n#6", ["#6"]),  # up to three spaces before a fence
+    ("    ```\nSee #5.", ["#5"]),  # four: no fence (indented code is not recognised) ...
+    ("    > see #5", ["#5"]),  # ... nor a quote
+    ("``\n#5", ["#5"]),  # two backticks open nothing
+    ("```\n#5", []),  # an unclosed fence hides the rest
+])
+def test_fences_and_quotes_by_their_indent_and_marks(body: str, expected: list[str]) -> None:
+    assert [target.removeprefix(f"{OWNER}/{REPO}") for target, _, _ in sentences(body)] == expected
+
+
+def test_an_alert_is_any_of_githubs_kinds_in_any_case_and_ends_with_the_quote() -> None:
+    assert kinds("> [!note]\n> Depends on #5.") == {"#5": "prerequisite"}
+    assert kinds("> [!DANGER]\n> Depends on #5.") == {}  # not an alert GitHub renders: a quote
+    assert kinds("> [!TIP]\n> Depends on #5.\nDepends on #6.\n> depends on #7") == {
+        "#5": "prerequisite", "#6": "prerequisite"}
+    assert sentences("> [!IMPORTANT]\n> - see #5")[0][1] == "see #5"  # the alert's list, its `>` dropped
+
+
+def test_an_html_comment_inside_a_line_separates_words() -> None:
+    assert sentences("Depends on<!-- the parser PR -->#5.") == [
+        (f"{OWNER}/{REPO}#5", "Depends on #5.", "")]
+    # on lines of its own, a comment ends the paragraph: the sentence after it has no sentence before
+    assert sentences("Depends on #5.\n<!--\nhidden\n-->\nFollow-up #6.")[1][1:] == ("Follow-up #6.", "")
+
+
+@pytest.mark.parametrize(("lead_in", "expected"), [
+    ("One two three four five six seven eight:", "One two three four five six seven eight: #5"),
+    ("One two three four five six seven eight nine:", "#5"),  # a sentence of its own
+    ("Depends on", "#5"),  # no colon: no lead-in
+    ("## Depends on:", "Depends on: #5"),  # a heading's colon is not doubled
+    ("## Depends on", "Depends on: #5"),
+    ("## One two three four five six seven eight", "One two three four five six seven eight: #5"),
+    ("## One two three four five six seven eight nine", "#5"),
+])
+def test_a_lead_in_of_up_to_eight_words_heads_each_item(lead_in: str, expected: str) -> None:
+    assert sentences(f"{lead_in}\n- #5")[0][1] == expected
+
+
+def test_a_lead_in_heads_the_first_sentence_of_each_item_until_other_prose() -> None:
+    body = "Depends on:\n- #5. See #6.\n\n- #7\n\nSome text.\n- #8"
+    assert sentences(body) == [
+        (f"{OWNER}/{REPO}#5", "Depends on: #5.", "Depends on:"),
+        (f"{OWNER}/{REPO}#6", "See #6.", "Depends on: #5."),
+        (f"{OWNER}/{REPO}#7", "Depends on: #7", "Depends on:"),  # a blank line keeps the list going
+        (f"{OWNER}/{REPO}#8", "#8", "")]
+
+
+def test_a_comment_on_lines_of_its_own_ends_the_paragraph_even_after_text() -> None:
+    assert sentences("Fixes a bug.<!--\nhidden\n-->\nFollow-up #6.") == [
+        (f"{OWNER}/{REPO}#6", "Follow-up #6.", "")]
+
+
+def test_a_quote_on_the_first_line_is_someone_elses_words() -> None:
+    assert kinds("> Depends on #6 (a reviewer)\nDepends on #7.") == {"#7": "prerequisite"}
+
+
+def test_numbers_up_to_githubs_32_bit_limit() -> None:
+    found = sentences("#2147483647 #2147483648 GH-2147483648")
+    assert [target for target, _, _ in found] == [f"{OWNER}/{REPO}#2147483647"]
+
+
+def test_hosts_are_matched_without_www_and_a_blank_host_matches_nothing() -> None:
+    assert kinds("Depends on https://ghe.example/octo/widgets/pull/3.", web_hosts=["www.ghe.example"]) == {
+        "#3": "prerequisite"}
+    assert kinds("Depends on https:///octo/widgets/pull/3.", web_hosts=["", " "]) == {}
+
+
+def test_a_link_text_up_to_190_characters_is_the_links() -> None:
+    def targets(text_length: int) -> list[str]:
+        text = "see #5 " + "x" * (text_length - 7)
+        return [t for t, _, _ in sentences(f"Built on [{text}](https://github.com/acme/lib/pull/6)")]
+
+    assert targets(190) == ["acme/lib#6"]
+    assert targets(191) == [f"{OWNER}/{REPO}#5", "acme/lib#6"]
+
+
+def test_a_quoted_title_of_up_to_300_characters_is_not_split() -> None:
+    def first_sentence(title_length: int) -> str:
+        title = "a. b" + "y" * (title_length - 4)
+        return sentences(f'Revert "{title}" (#12). See #13.')[0][1]
+
+    assert first_sentence(300).startswith('Revert "a. b')
+    assert first_sentence(301).startswith("by")
+
+
+def test_a_mention_knows_its_target() -> None:
+    [revert] = find_mentions([Text("commit", "This reverts commit ABCDEF1234.")], owner=OWNER, repo=REPO,
+                             number=NUMBER)
+    assert (revert.target, revert.sha, revert.number) == (f"{OWNER}/{REPO}@abcdef1234", "abcdef1234", None)
+    [pull] = find_mentions([Text("body", "see acme/lib#6")], owner=OWNER, repo=REPO, number=NUMBER)
+    assert pull.target == "acme/lib#6"
+
+
+def test_the_texts_and_the_diff_each_read_500_mentions_at_most() -> None:
+    # docs/service.md: the diff's references have their own budget of 500, apart from the 500 of the text
+    body = Text("body", " ".join(f"#{n}" for n in range(100, 599)))  # not #99, the PR itself
+    comments = [Text("comment", "#599 #600"), Text("comment", "#601")]
+    diff = [Text("diff", " ".join(f"#{n}" for n in range(1000, 1499)), path="a.py", line=1),
+            Text("diff", "#1499 #1500", path="b.py", line=2), Text("diff", "#1501", path="c.py", line=3)]
+    found = find_mentions([body, *comments, *diff], owner=OWNER, repo=REPO, number=NUMBER)
+    assert [m.number for m in found if m.source != "diff"] == list(range(100, 600))
+    assert [m.number for m in found if m.source == "diff"] == list(range(1000, 1500))
+    assert {(m.path, m.line) for m in found if m.source == "diff"} == {("a.py", 1), ("b.py", 2)}
+    assert {(m.path, m.line) for m in found if m.source != "diff"} == {(None, None)}
+
+
+def test_a_text_of_exactly_the_limits_is_read_whole() -> None:
+    exactly = [Text("comment", "z" * MAX_TEXT_CHARS) for _ in range(MAX_READ_CHARS // MAX_TEXT_CHARS)]
+    reading = within_budget([*exactly, Text("diff", "#5", path="a.py", line=1)])
+    assert (len(reading.texts), reading.cut, reading.skipped, reading.note) == (len(exactly) + 1, 0, 0, "")
+    spent = within_budget([*exactly, Text("title", "#5")])
+    assert (spent.skipped, spent.texts[-1].source) == (1, "comment")
+    diff = [Text("diff", text.text, path="a.py", line=1) for text in exactly]
+    assert within_budget([*diff, *exactly]).skipped == 0  # the diff's budget, to the last character
+
+
+def test_a_fence_a_quote_and_an_alert_line_each_end_a_paragraph() -> None:
+    assert sentences("See #4\n```\nx = 1\n```\n#5 is related.") == [
+        (f"{OWNER}/{REPO}#4", "See #4", ""), (f"{OWNER}/{REPO}#5", "#5 is related.", "")]
+    assert sentences("See #4\n> the reviewer's words\n#5 is related.") == [
+        (f"{OWNER}/{REPO}#4", "See #4", ""), (f"{OWNER}/{REPO}#5", "#5 is related.", "")]
+    assert kinds("Depends on\n> [!NOTE]\n> #5 is related.") == {"#5": "mention"}
+
+
+def test_only_the_first_mark_of_an_alert_line_is_dropped() -> None:
+    assert sentences("> [!NOTE]\n> a > b #5")[0][1] == "a > b #5"
+
+
+def test_an_html_comment_inside_a_line_does_not_split_it() -> None:
+    assert sentences("Depends on <!-- the parser PR --> - #5")[0][1] == "Depends on - #5"  # no list item
+
+
+def test_windows_line_ends_separate_lines() -> None:
+    assert sentences("Depends on #5.\r\n\r\nFollow-up #6.")[1][1:] == ("Follow-up #6.", "")
+
+
+def test_a_list_without_a_lead_in_and_prose_under_a_heading_have_no_sentence_before() -> None:
+    assert sentences("- see #5") == [(f"{OWNER}/{REPO}#5", "see #5", "")]
+    assert sentences("## Follow-ups\nSee #5.") == [(f"{OWNER}/{REPO}#5", "See #5.", "")]
+
+
+def test_a_stack_list_at_the_start_of_a_text_knows_each_entrys_place() -> None:
+    found = find_mentions([Text("body", "- #103\n- __->__ #98\n- #101\n\nLoad lazily.")], owner=OWNER,
+                          repo=REPO, number=NUMBER)
+    assert [(m.number, m.stack) for m in found] == [(103, "above"), (98, "self"), (101, "below")]
+    twice = find_mentions([Text("body", "- #103\n- __->__ #98\n- __->__ #101")], owner=OWNER, repo=REPO,
+                          number=NUMBER)
+    assert [m.stack for m in twice] == ["", "", ""]  # two markers: not a stack list
+
+
+def test_quotes_keep_their_sentence_whole_and_only_their_own() -> None:
+    # a straight quote at the very start; a curly pair; a title that ends in a period keeps its number
+    assert sentences('"Load lazily. Parse once" is reverted by #5.')[0][1] == (
+        '"Load lazily. Parse once" is reverted by #5.')
+    assert sentences("Revert \u201cLoad lazily. (#12)\u201d. See #13.")[0][1] == (
+        "Revert \u201cLoad lazily. (#12)\u201d.")
+    assert sentences('Revert "Load the shards lazily." (#12)')[0][1] == (
+        'Revert "Load the shards lazily." (#12)')
+    # between two quotes is no quote; an unclosed one hides nothing
+    assert sentences('See "a". Depends on #5. Also "b".')[0][1] == "Depends on #5."
+    assert sentences('He said "unclosed. See #5.')[0][1] == "See #5."
+
+
+def test_inline_code_inside_a_quote_leaves_the_quote_whole() -> None:
+    text = '`a. b` then Revert "Use `x` here. Now faster" (#12)'
+    assert sentences(text)[0][1] == text
+    assert sentences('`a`. Then Revert "Use `x` here. Now faster" (#12)')[0][1] == (
+        'Then Revert "Use `x` here. Now faster" (#12)')
+
+
+def test_text_between_two_code_spans_is_prose() -> None:
+    assert kinds("`a` #5 `b`") == {"#5": "mention"}
+
+
+def test_nothing_inside_a_url_is_another_reference() -> None:
+    assert kinds("See https://ci.example/run?repo=octo/gadgets#5 for logs.") == {}
+
+
+def test_a_link_keeps_its_url_without_the_sentences_punctuation() -> None:
+    text = Text("body", "Depends on https://github.com/octo/widgets/pull/5.")
+    [mention] = find_mentions([text], owner=OWNER, repo=REPO, number=NUMBER)
+    assert mention.url == "https://github.com/octo/widgets/pull/5"
+
+
+def test_a_link_at_the_start_of_a_sentence_hides_its_text() -> None:
+    assert [t for t, _, _ in sentences("[#5](https://github.com/acme/lib/pull/6) is the base.")] == [
+        "acme/lib#6"]
+
+
+def test_a_reverted_commit_in_code_is_no_revert() -> None:
+    assert sentences("`This reverts commit abcdef1234.`", "commit") == []
+
+
+def test_a_path_is_not_a_repository() -> None:
+    found = [target for target, _, _ in sentences("see octo/.#5 and octo/..#6")]
+    assert found and not [target for target in found if target.startswith(("octo/.#", "octo/..#"))]
+
+
 # Findings
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from app.analysis.core.model import CaptureFailure, Matrix, Outcome, Suite, SuiteResult
 from app.analysis.core.policy import PolicyError, parse_policy
-from app.analysis.verdict.health import assess, describe, summary_line
+from app.analysis.verdict.health import assess, describe, summary_line, where
 
 ARGS = "pkg/arguments.py"
 ACCEPTED = Outcome("accepted")
@@ -136,3 +136,55 @@ def test_the_policy_keys_default_and_are_strict() -> None:
         parse_policy(POLICY + "health: {max_base_failures: 1.5}\n", "p.yml")
     with pytest.raises(PolicyError, match=r"health: unknown key `min_accepted`"):
         parse_policy(POLICY + "health: {min_accepted: 0.9}\n", "p.yml")
+
+
+def test_where_and_describe_say_only_what_is_known() -> None:
+    no_line = Outcome("rejected", "ValueError", "bad", ARGS, None)
+    assert (where(no_line), describe(no_line)) == (ARGS, f"ValueError: bad at {ARGS}")
+    assert where(STUB) == "" and where(NO_FILE) == f"{ARGS}:7"
+    assert describe(Outcome("error", message="not validated")) == "not validated"
+    assert describe(Outcome("rejected", "SystemExit")) == "SystemExit"
+    assert describe(Outcome("rejected")) == "rejected"
+
+
+def test_an_empty_matrix_is_all_blind_and_accepts_nothing() -> None:
+    health = assess(Matrix(suites=(), scripts=0, captured=0), {}, {}, {})
+    assert (health.accepted_share, health.failure_share) == (0.0, 1.0)
+
+
+def test_base_errors_without_a_place_are_grouped_by_message() -> None:
+    m = matrix(3)
+    unloadable = Outcome("error", "TypeError", "'_Stub' object is not callable")
+    health = assess(m, results(m, STUB, unloadable, STUB), {}, {})
+    assert [(group.example, group.count) for group in health.errors] == [(STUB, 2), (unloadable, 1)]
+
+
+def test_json_of_a_healthy_analysis_is_complete() -> None:
+    m = Matrix(suites=tuple(Suite(id=f"s{i}", script="tests/test_a.py", argv=()) for i in range(3)),
+               scripts=1, captured=1, partial=(CaptureFailure("tests/test_a.py", "failed after"),),
+               no_entry=(CaptureFailure("tests/test_p.py", "pytest"),))
+    base = {s.id: SuiteResult(s.id, ACCEPTED) for s in m.suites} | {"s2": SuiteResult("s2", NO_FILE)}
+    head = {s.id: SuiteResult(s.id, ACCEPTED, lines_hit={ARGS: (3,)}) for s in m.suites}
+    health = assess(m, base, head, {ARGS: [3]}, max_base_failures=0.5)
+    assert health.fail_open is False
+    assert health.to_json() == {
+        "could_analyse": True, "reason": "the base revision accepts 2 of 3 CI suites (66.7%)", "suites": 3,
+        "scripts": {"considered": 1, "captured": 1,
+                    "partial": [{"script": "tests/test_a.py", "reason": "failed after"}],
+                    "no_entry": [{"script": "tests/test_p.py", "reason": "pytest"}], "failed": [],
+                    "disabled": []},
+        "base": {"accepted": 2, "rejected": 1, "error": 0, "accepted_share": 0.6667},
+        "max_base_failures": 0.5, "fail_open": False,
+        "errors": [{**NO_FILE.to_json(), "count": 1}],
+        "base_failures": [{"suite": "s2", **NO_FILE.to_json()}],
+        "fixed_at_head": 1, "lines_changed": True, "lines_reached": True,
+    }
+
+
+def test_the_summary_names_only_the_kinds_of_script_there_are() -> None:
+    m = Matrix(suites=(Suite(id="s", script="tests/test_a.py", argv=()),), scripts=1, captured=1)
+    bare = assess(m, {}, {}, {})
+    assert summary_line(bare) == ("1 suites from 1 of 1 scripts; base accepts 0/1 (0%), rejects 0, "
+                                  "errors 1")
+    assert summary_line(assess(matrix(2), results(matrix(2)), {}, {})) == (
+        "2 suites from 2 of 3 scripts (1 disabled); base accepts 2/2 (100%), rejects 0, errors 0")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+import pytest
 import yaml
 
 from app.analysis.core.model import (
@@ -147,6 +148,103 @@ def test_errors_at_both_revisions_are_not_findings() -> None:
                    DIFF, POLICY) == []
 
 
+# --- every pair of outcomes ---------------------------------------------------------------------------
+# What each (base, head) pair of outcomes gives, alone: a suite the base did not run to an end (error) is
+# one the base says nothing about, so no head outcome makes it new, fixed or newly broken (README, "Finding
+# kinds"; the health check counts it against what the analysis could see).
+
+HEAD_REJECTS = rejected(6, "no colocate")
+BASE_REJECTS = rejected(3, "old check", "ValueError")
+HEAD_ERRS = Outcome("error", "TimeoutError", "timed out after 60 s", ARGS, 7)
+BASE_ERRS = Outcome("error", "MemoryError", "killed", ARGS, 3)
+OUTCOMES = {"accepted": (ACCEPTED, ACCEPTED), "rejected": (BASE_REJECTS, HEAD_REJECTS),
+            "error": (BASE_ERRS, HEAD_ERRS)}
+PAIRS: list[tuple[str, str, list[tuple[str, str, int | None, str]]]] = [
+    ("accepted", "accepted", []),
+    ("accepted", "rejected", [("new_rejection", "blocking", 6, "AssertionError: no colocate")]),
+    ("accepted", "error", [("new_error", "blocking", 7, "accepted at base, but validation at head did not "
+                                                         "finish: TimeoutError: timed out after 60 s")]),
+    ("rejected", "accepted", [("fixed", "info", None,
+                               f"accepted at head; base rejected it at {ARGS}:3: ValueError: old check")]),
+    ("rejected", "rejected", []),
+    ("rejected", "error", []),
+    ("error", "accepted", []),
+    ("error", "rejected", []),
+    ("error", "error", []),
+]
+
+
+@pytest.mark.parametrize(("at_base", "at_head", "expected"), PAIRS, ids=[f"{b}-{h}" for b, h, _ in PAIRS])
+def test_each_pair_of_outcomes_gives_its_finding(at_base: str, at_head: str,
+                                                 expected: list[tuple[str, str, int | None, str]]) -> None:
+    group = suites(2)
+    base = results(group, OUTCOMES[at_base][0])
+    head = results(group, OUTCOMES[at_head][1])
+    findings = judge(matrix(group), base, head, DIFF, POLICY)
+    assert [(f.kind, f.severity, f.line, f.message) for f in findings] == expected
+    assert all(f.suites == tuple(s.id for s in group) for f in findings)
+
+
+def test_every_pair_of_outcomes_is_in_the_table() -> None:
+    assert {(b, h) for b, h, _ in PAIRS} == {(b, h) for b in OUTCOMES for h in OUTCOMES}
+
+
+@pytest.mark.parametrize(("at_base", "at_head"), [(b, h) for b, h, _ in PAIRS if "error" in (b, h)])
+def test_a_revision_that_errors_is_judged_by_its_outcome_alone(at_base: str, at_head: str) -> None:
+    # everything the other rules would report, were both revisions run to an end: a flag gone, a flag newly
+    # tolerated, a new read of an undefined attribute, a new record-mode event
+    group = suites(1)
+    base = results(group, OUTCOMES[at_base][0], known_flags=("--colocate",))
+    head = results(group, OUTCOMES[at_head][1], tolerated_flags=("--colocate", "--sglang-x"),
+                   learned=(LearnedAttribute("offload_train", ARGS, 7),),
+                   events=(event(6, message="no colocate"),))
+    findings = judge(matrix(group), base, head, DIFF, POLICY)
+    expected = next(e for b, h, e in PAIRS if (b, h) == (at_base, at_head))
+    assert [f.kind for f in findings] == [kind for kind, *_ in expected]
+
+
+def test_outcomes_of_different_suites_are_judged_each_on_its_own() -> None:
+    # one suite per pair, in one verdict: each gives its own finding and none leaks into another's
+    groups = {(b, h): suites(1, f"tests/test_{b}_{h}.py") for b, h, _ in PAIRS}
+    base = {k: v for (b, _), group in groups.items() for k, v in results(group, OUTCOMES[b][0]).items()}
+    head = {k: v for (_, h), group in groups.items() for k, v in results(group, OUTCOMES[h][1]).items()}
+    findings = judge(matrix(*groups.values()), base, head, DIFF, POLICY)
+    assert sorted((f.kind, f.scripts) for f in findings) == [
+        ("fixed", ("tests/test_rejected_accepted.py",)), ("new_error", ("tests/test_accepted_error.py",)),
+        ("new_rejection", ("tests/test_accepted_rejected.py",))]
+
+
+def test_a_suite_one_revision_has_no_result_for_is_not_judged() -> None:
+    ran, missing = suites(1, "tests/test_a.py"), suites(1, "tests/test_b.py")
+    base = results(ran + missing, ACCEPTED)
+    findings = judge(matrix(ran, missing), base, results(ran, rejected(6)), DIFF, POLICY)
+    assert [(f.kind, f.suites) for f in findings] == [("new_rejection", (ran[0].id,))]
+    assert judge(matrix(ran, missing), results(ran, ACCEPTED), results(ran + missing, rejected(6)), DIFF,
+                 POLICY)[0].suites == (ran[0].id,)
+
+
+@pytest.mark.parametrize(("exception", "message", "reason"), [
+    ("MemoryError", "killed", "MemoryError: killed"), ("MemoryError", None, "MemoryError"),
+    (None, "timed out after 60 s", "timed out after 60 s"), (None, None, "no reason given")])
+def test_a_reason_says_what_is_known(exception: str | None, message: str | None, reason: str) -> None:
+    group = suites(1)
+    head = results(group, Outcome("error", exception, message))
+    [finding] = judge(matrix(group), results(group, ACCEPTED), head, DIFF, POLICY)
+    assert finding.message == f"accepted at base, but validation at head did not finish: {reason}"
+
+
+def test_a_message_is_clipped_at_1000_characters() -> None:
+    group = suites(1)
+    prefix = "AssertionError: "
+
+    def message_of(length: int) -> str:
+        head = results(group, rejected(6, "x" * (length - len(prefix))))
+        return judge(matrix(group), results(group, ACCEPTED), head, DIFF, POLICY)[0].message
+
+    assert message_of(1000) == prefix + "x" * (1000 - len(prefix))
+    assert message_of(1001) == prefix + "x" * (999 - len(prefix)) + "…"
+
+
 # --- record mode --------------------------------------------------------------------------------------
 # Events are compared for suites both revisions reject (harness noise stops both early); the harness runs
 # record mode only for suites it did not accept.
@@ -259,6 +357,25 @@ def test_a_new_rejection_by_outcome_is_not_judged_again_by_its_events() -> None:
     assert [(f.kind, f.line, "record mode" in f.message) for f in findings] == [("new_rejection", 6, False)]
 
 
+def test_a_record_mode_statement_is_quoted_up_to_120_characters() -> None:
+    group = suites(1)
+
+    def quoted(text: str) -> str:
+        head = results(group, NOISE, events=(event(6, text=text),))
+        message = judge(matrix(group), results(group, NOISE), head, DIFF, POLICY)[0].message
+        return message.split("at `", 1)[1].removesuffix("`)")
+
+    assert quoted("a" * 120) == "a" * 120
+    assert quoted("a" * 121) == "a" * 119 + "…"
+
+
+def test_a_new_assert_or_raise_blocks_outside_the_diff_too() -> None:
+    group = suites(1)
+    head = results(group, NOISE, events=(event(16, kind="raise", exception="ValueError", text="raise X"),))
+    findings = judge(matrix(group), results(group, NOISE), head, DIFF, POLICY)
+    assert [(f.severity, f.in_diff) for f in findings] == [("blocking", False)]
+
+
 # --- learned attributes -------------------------------------------------------------------------------
 
 def test_a_new_read_of_an_undefined_attribute_in_the_diff_is_a_rejection() -> None:
@@ -297,6 +414,14 @@ def test_argparse_rejecting_a_removed_flag_is_reported_once_as_removed() -> None
     assert "--colocate" in findings[0].message
 
 
+def test_a_removed_flag_given_a_separate_value_explains_the_rejection() -> None:
+    group = suites(1)
+    base = results(group, ACCEPTED, known_flags=("--colocate",))
+    gone = Outcome("rejected", "SystemExit", "error: unrecognized arguments: --colocate 1", ARGS, 2)
+    assert kinds(judge(matrix(group), base, results(group, gone), DIFF, POLICY)) == [("removed_flag",
+                                                                                      "blocking")]
+
+
 def test_a_removed_flag_is_a_warning_when_unknown_flags_are_ignored() -> None:
     group = suites(1)
     policy = make_policy(validation={"unknown_flags": "ignore"})
@@ -330,6 +455,66 @@ def test_a_flag_tolerated_only_at_head_is_info() -> None:
     findings = judge(matrix(group), base, head, DIFF, POLICY)
     assert kinds(findings) == [("newly_tolerated_flag", "info")]
     assert "--sglang-x" in findings[0].message
+
+
+def test_a_rejection_for_a_removed_flag_and_another_flag_is_also_a_new_rejection() -> None:
+    # --colocate is gone; --sglang-x never was a repository flag (set generically at base): the head's
+    # rejection is not explained by the removed flag alone
+    group = suites(1)
+    base = results(group, ACCEPTED, known_flags=("--colocate",), tolerated_flags=("--sglang-x",))
+    both = Outcome("rejected", "SystemExit", "error: unrecognized arguments: --colocate --sglang-x=1", ARGS,
+                   2)
+    findings = judge(matrix(group), base, results(group, both), DIFF, POLICY)
+    assert [(f.kind, f.message.split()[0]) for f in findings] == [("removed_flag", "--colocate"),
+                                                                  ("new_rejection", "SystemExit:")]
+
+
+def test_a_suite_rejected_elsewhere_while_tolerating_a_removed_flag_is_also_a_new_rejection() -> None:
+    group = suites(1)
+    base = results(group, ACCEPTED, known_flags=("--colocate",))
+    head = results(group, rejected(6, "no colocate"), tolerated_flags=("--colocate",))
+    findings = judge(matrix(group), base, head, DIFF, POLICY)
+    assert [(f.kind, f.line) for f in findings] == [("removed_flag", None), ("new_rejection", 6)]
+
+
+def test_a_removed_flag_explains_only_the_suites_it_rejects() -> None:
+    gone, other = suites(1, "tests/test_a.py"), suites(1, "tests/test_b.py")
+    base = results(gone + other, ACCEPTED, known_flags=("--colocate",))
+    head = results(gone, Outcome("rejected", "SystemExit", "error: unrecognized arguments: --colocate", ARGS,
+                                 2)) | results(other, rejected(6), known_flags=("--colocate",))
+    findings = judge(matrix(gone, other), base, head, DIFF, POLICY)
+    assert [(f.kind, f.suites) for f in findings] == [("removed_flag", (gone[0].id,)),
+                                                      ("new_rejection", (other[0].id,))]
+
+
+def test_a_rejection_naming_no_option_is_not_explained_by_a_removed_flag() -> None:
+    group = suites(1)
+    base = results(group, ACCEPTED, known_flags=("--colocate",))
+    words = Outcome("rejected", "SystemExit", "error: unrecognized arguments: colocate", ARGS, 2)
+    head = results(group, words, tolerated_flags=("--colocate",))
+    assert [f.kind for f in judge(matrix(group), base, head, DIFF, POLICY)] == ["removed_flag",
+                                                                                "new_rejection"]
+
+
+def test_removed_flag_messages_count_the_suites_that_pass_it() -> None:
+    one, two = suites(1, "tests/test_a.py"), suites(2, "tests/test_b.py")
+    base = results(one, ACCEPTED, known_flags=("--a",)) | results(two, ACCEPTED, known_flags=("--b",))
+    head = results(one, ACCEPTED, tolerated_flags=("--a",)) | results(two, ACCEPTED, tolerated_flags=("--b",))
+    messages = sorted(f.message for f in judge(matrix(one, two), base, head, DIFF, POLICY))
+    assert messages == ["--a is defined at base but not at head, and 1 CI suite still passes it: the head "
+                        "rejects it",
+                        "--b is defined at base but not at head, and 2 CI suites still pass it: the head "
+                        "rejects it"]
+    policy = make_policy(validation={"unknown_flags": "ignore"})
+    assert judge(matrix(one), base, head, DIFF, policy)[0].message.endswith(
+        ": unknown flags are ignored: it silently does nothing")
+
+
+def test_a_flag_removed_at_head_is_not_also_newly_tolerated() -> None:
+    group = suites(1)
+    base = results(group, ACCEPTED, known_flags=("--colocate",))
+    head = results(group, ACCEPTED, tolerated_flags=("--colocate",))
+    assert kinds(judge(matrix(group), base, head, DIFF, POLICY)) == [("removed_flag", "blocking")]
 
 
 # --- capture and coverage -----------------------------------------------------------------------------
@@ -384,6 +569,28 @@ def test_no_unexercised_lines_when_nothing_ran_at_head() -> None:
     assert kinds(findings) == [("new_error", "blocking")]
 
 
+def test_lines_every_traced_line_of_which_ran_are_exercised() -> None:
+    group = suites(1)
+    head = results(group, ACCEPTED, lines_hit={ARGS: (6, 7)})
+    assert verdict(matrix(group), results(group, ACCEPTED), head, DIFF, POLICY, traced={ARGS: [6, 7]}) == []
+
+
+def test_not_exercised_points_at_the_first_line_in_the_diff() -> None:
+    group = suites(1)
+    findings = verdict(matrix(group), results(group, ACCEPTED), results(group, ACCEPTED), DIFF, POLICY,
+                       traced={ARGS: [12, 1, 2, 3, 5, 9, 10]})
+    assert [(f.path, f.line, f.in_diff, f.message) for f in findings] == [
+        (ARGS, 1, True, f"lines 1-3, 5, 9-10, 12 of {ARGS} changed; no CI suite reaches them")]
+
+
+def test_a_line_only_a_warning_points_at_is_still_unexercised() -> None:
+    group = suites(1)
+    policy = make_policy(severities={"new_rejection": "warning"})
+    findings = verdict(matrix(group), results(group, ACCEPTED), results(group, rejected(6)), DIFF, policy,
+                       traced={ARGS: [6]})
+    assert [(f.kind, f.line) for f in findings] == [("new_rejection", 6), ("not_exercised", 6)]
+
+
 # --- order --------------------------------------------------------------------------------------------
 
 def test_findings_are_ordered_by_severity_path_line_and_kind() -> None:
@@ -398,3 +605,21 @@ def test_findings_are_ordered_by_severity_path_line_and_kind() -> None:
         ("blocking", "new_rejection", 15), ("warning", "capture_failed", None), ("info", "fixed", None)]
     assert findings == verdict(matrix(a, b, c, d, failed=(CaptureFailure("tests/test_z.py", "x"),)), base,
                                head, DIFF, POLICY, traced={})
+
+
+def test_in_one_file_a_finding_without_a_line_comes_first() -> None:
+    # the two kinds sort the other way round: the line decides
+    errs, rejects = suites(1, "tests/test_a.py"), suites(1, "tests/test_b.py")
+    head = results(errs, Outcome("error", "TimeoutError", "hung", ARGS, 1)) \
+        | results(rejects, Outcome("rejected", "AssertionError", "no line", ARGS, None))
+    findings = judge(matrix(errs, rejects), results(errs + rejects, ACCEPTED), head, DIFF, POLICY)
+    assert [(f.kind, f.line) for f in findings] == [("new_rejection", None), ("new_error", 1)]
+
+
+def test_a_finding_without_a_file_comes_before_those_with_one() -> None:
+    flagged, rejects = suites(1, "tests/test_a.py"), suites(1, "tests/test_b.py")
+    base = results(flagged, ACCEPTED, known_flags=("--gone",)) | results(rejects, ACCEPTED)
+    head = results(flagged, ACCEPTED, tolerated_flags=("--gone",)) \
+        | results(rejects, rejected(1, path="lib/args.py"))
+    findings = judge(matrix(flagged, rejects), base, head, DIFF, POLICY)
+    assert [(f.kind, f.path) for f in findings] == [("removed_flag", None), ("new_rejection", "lib/args.py")]
