@@ -84,6 +84,10 @@ __prtriage_define_path() {
 # Runs before every simple command (functrace carries it into functions, subshells and $(...)). It must stay
 # cheap and side-effect free: no =~ (BASH_REMATCH belongs to the script), only locals.
 __prtriage_route() {
+    if [[ -n ${__prtriage_errexit:-} ]]; then  # the command after a skipped one: `set -e` as it was
+        [[ $__prtriage_errexit == on ]] && set -e
+        unset __prtriage_errexit
+    fi
     [[ ${FUNCNAME[1]:-} == __prtriage_* ]] && return 0
     local command=$BASH_COMMAND word name
     while :; do  # leading assignments (FOO=1 python3 ...)
@@ -108,10 +112,36 @@ __prtriage_route() {
         eval "word=$word" 2> /dev/null || return 0
     fi
     case $name in
-        source | .) ;;  # a sourced file runs for real, in this bash
+        source | .)  # a sourced file runs for real, in this bash; an activate or a CI host's file does not
+            if __prtriage_is_activate "$word" || [[ $word != *'$('* && $word != *[\`]* && ! -e $word ]]; then
+                __prtriage_skip
+                return 1
+            fi
+            ;;
         *) [[ $word == */* ]] && __prtriage_define_path "$word" ;;
     esac
     return 0
+}
+
+# `source .venv/bin/activate`: CI's environment is the harness's interpreter here (the file is absent, and a
+# real one would put its own python before the launchers), so the command is skipped; so is the source of any
+# file absent here (`source /workspace/isaac-sim/setup_conda_env.sh`: the CI host's), which under `bash -e`
+# would end the step before its launches.
+__prtriage_is_activate() {
+    [[ $1 == activate || $1 == bin/activate || $1 == */bin/activate ]]
+}
+
+# Readies the skip of the command the DEBUG trap runs for: the trap then returns non-zero, which under
+# extdebug skips the command. Under `set -e` that status would end the shell, so errexit is off until the
+# next command's trap puts it back. extdebug is set only at a first skip (set in the startup file, it would
+# start the bash debugger) and stays set: turned off and on again inside a function, it no longer skips.
+__prtriage_skip() {
+    __prtriage_errexit=off
+    if [[ $- == *e* ]]; then
+        __prtriage_errexit=on
+        set +e
+    fi
+    shopt -s extdebug
 }
 
 # cd to a CI host directory (/root/miles) fails here; CI's next command must still run, from there.
