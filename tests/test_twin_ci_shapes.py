@@ -5,8 +5,8 @@ each test through a `run_test` function as `uv run --no-sync bash ./tests/functi
 nothing launched); those scripts start `uv run coverage run -a --data-file=...
 $PROJECT_ROOT/examples/run_dpo.py k=v ... 2>&1 | tee $RUN_LOG` under `set -eou pipefail` (tee into an absent
 log directory ended the script), some through an array (`TRAIN_CMD=(uv run coverage run ...);
-"${TRAIN_CMD[@]}" k=v`, whose command word the recording bash read as one word), then check the metrics or checkpoints the training would have written, and
-fail here: on CI the caller goes on to its next test.
+"${TRAIN_CMD[@]}" k=v`, whose command word the recording bash read as one word), then check the metrics or
+checkpoints the training would have written, and fail here: on CI the caller goes on to its next test.
 
 RLinf/RLinf: every e2e step of its workflows sources the virtual environment an earlier step built, under the
 runner's `bash -e` (`source .venv/bin/activate`), some a CI host's file as well (`source
