@@ -667,6 +667,12 @@ def resolve_policy(explicit: Path | None, base: Revision, repo: Path | None) -> 
     return load_policy(builtin_policy(*slug) if slug else builtin_policy())
 
 
+def validated_by(policy: Policy) -> str:
+    if policy.validation.to_boundary:
+        return "each launch run to its training boundary"
+    return f"entry {policy.validation.entry}"
+
+
 def default_policy_hint(policy: Policy, args: argparse.Namespace) -> str:
     """When the default policy found nothing: what it looks for, and how to write the repository's own."""
     default = builtin_policy()
@@ -678,7 +684,7 @@ def default_policy_hint(policy: Policy, args: argparse.Namespace) -> str:
                           for scripts, entry in launching)
     hint = (f"\n  This repository has no policy of its own ({REPO_POLICY} at the base) and none is built in: "
             f"the default policy ({default}) looks for {looks_for}, and for validation code in "
-            f"{', '.join(policy.validation.paths)} (entry {policy.validation.entry})."
+            f"{', '.join(policy.validation.paths)} ({validated_by(policy)})."
             f"\n  Write the repository's own policy in {REPO_POLICY}: copy the default policy and adapt it "
             "(every key: docs/policy.md), then pass it with --policy FILE")
     if args.command is doctor_command:  # already where the hint would send them

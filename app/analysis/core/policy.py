@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.fields import FieldInfo
 
 from app.analysis.core.explain import describe, location
@@ -388,10 +388,16 @@ class HydraValidation(_Strict):
 
 
 class Validation(_Strict):
-    paths: list[str] = Field(description="Repo-relative globs of the validation code; a PR touching none "
-                                         "of them needs no analysis.")
-    entry: str = Field(description="Callable that parses and validates one argv (sys.argv patched), "
-                                   "as 'package.module:function'.")
+    paths: list[str] = Field(default_factory=list, description="Repo-relative globs of the validation "
+                             "code; a PR touching none of them needs no analysis.")
+    entry: str = Field("", description="Callable that parses and validates one argv (sys.argv patched), "
+                                       "as 'package.module:function'; empty: each suite's own launch runs "
+                                       "until its training boundary.")
+    mode: Literal["validator", "boundary"] | None = Field(None, description="'validator': call `entry`; "
+                                                          "'boundary': run each suite's own launch (script "
+                                                          "or module, argv, environment) until the first "
+                                                          "call that needs CI's hardware or services. "
+                                                          "Unset: 'boundary' when no entry is named.")
     run_entry_script: bool = Field(False, description="Reach `entry` by running the suite's entry script "
                                    "as `__main__`, stopping where `entry` returns (the script passes its "
                                    "own extra-args provider and defaults).")
@@ -407,7 +413,22 @@ class Validation(_Strict):
     hydra: HydraValidation | None = Field(None, description="The entry is a @hydra.main function: the "
                                           "suite's argv are Hydra overrides composed into its config.")
 
-    _entry = field_validator("entry")(_check_target)
+    @field_validator("entry")
+    @classmethod
+    def _entry(cls, value: str) -> str:
+        return _check_target(value) if value else value
+
+    @model_validator(mode="after")
+    def _validator_named(self) -> Validation:
+        if not self.entry and (self.mode == "validator" or self.run_entry_script or self.hydra is not None):
+            raise ValueError("entry: a validator must be named (`package.module:function`) unless each "
+                             "launch runs to its training boundary (mode: boundary)")
+        return self
+
+    @property
+    def to_boundary(self) -> bool:
+        """Each suite's own launch runs until its training boundary (no validator is called)."""
+        return self.mode == "boundary" or not self.entry
 
     @field_validator("functions")
     @classmethod

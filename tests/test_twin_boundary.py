@@ -1,0 +1,335 @@
+"""Entry-to-boundary validation: each suite's own launch runs in the real sandbox until training would start.
+
+Synthetic repositories shaped after the field's start-up code (argparse, Hydra/OmegaConf, pydantic configs
+checked in `setup()`), with no validator named in the policy: the launch's first call that needs CI's
+hardware or services (a process group, a Ray cluster, a device, weights) is where it is accepted, and an
+exception before it rejects the suite at its line.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from harness_twin import job, line_of, results, run_sandboxed
+
+from app.analysis.core.model import Outcome
+from app.analysis.core.policy import Policy
+
+ARGPARSE_TRAIN = '''\
+import argparse
+
+import torch
+import torch.distributed as dist
+
+
+def parse_args():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tp", type=int, default=1)
+    parser.add_argument("--world", type=int, default=8)
+    parser.add_argument("--lr", type=float, default=1e-4)
+    return parser.parse_args()
+
+
+def validate(args):
+    assert args.world % args.tp == 0, "world size must divide by tp"
+    if args.lr <= 0:
+        raise ValueError("lr must be positive")
+
+
+def main():
+    args = parse_args()
+    validate(args)
+    dist.init_process_group(backend="nccl")
+    model = torch.nn.Linear(4, 4)
+    for step in range(10 ** 9):  # training: never reached in the sandbox
+        model(step)
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def write_repo(root: Path, files: dict[str, str]) -> Path:
+    """A repository of `files` under `root`/repo, readable by the sandbox's unprivileged uid."""
+    repo = root / "repo"
+    for name, text in files.items():
+        path = repo / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    for directory in [root, *(p for p in repo.rglob("*") if p.is_dir()), repo]:
+        directory.chmod(0o755)
+    return repo
+
+
+def boundary_policy(**harness: Any) -> dict[str, Any]:
+    """A policy naming no validator, as the harness receives it."""
+    raw = {"validation": {}, "matrix": {"sources": []},
+           "harness": {"stub_modules": ["torch", "ray"], "limits": {"suite_seconds": 20}, **harness}}
+    return Policy.model_validate(raw).model_dump(mode="json", by_alias=True)
+
+
+def launch(suite_id: str, entry: str, argv: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+    return {"id": suite_id, "script": f"tests/{suite_id}.sh", "argv": argv.split(), "env": env or {},
+            "entry": entry}
+
+
+def test_an_argparse_launch_is_accepted_at_its_process_group(tmp_path: Path) -> None:
+    repo = write_repo(tmp_path, {"train.py": ARGPARSE_TRAIN})
+    found = results(run_sandboxed(repo, job([
+        launch("plain", "train.py", "--tp 2 --world 8"),
+        launch("indivisible", "train.py", "--tp 3 --world 8"),
+        launch("negative-lr", "train.py", "--lr -1"),
+        launch("unknown-flag", "train.py", "--no-such 1"),
+    ], boundary_policy())))
+    stop = line_of(repo, "train.py", "dist.init_process_group(")
+    assert found["plain"].outcome == Outcome(
+        "accepted", None, "reached the training boundary torch.distributed.init_process_group (a process "
+        "group needs the other ranks CI starts)", "train.py", stop)
+    assert found["indivisible"].outcome == Outcome(
+        "rejected", "AssertionError", "world size must divide by tp", "train.py",
+        line_of(repo, "train.py", "assert args.world % args.tp"))
+    assert found["negative-lr"].outcome == Outcome(
+        "rejected", "ValueError", "lr must be positive", "train.py",
+        line_of(repo, "train.py", "raise ValueError"))
+    assert found["unknown-flag"].outcome.outcome == "rejected"
+    assert found["unknown-flag"].outcome.message == "unrecognized arguments: --no-such 1"
+    assert found["plain"].known_flags == ("--tp", "--world")
+
+
+PYDANTIC_TRAIN = '''\
+import sys
+
+import ray
+import yaml
+from pydantic import BaseModel
+
+
+class PolicyConfig(BaseModel):
+    model_name: str
+    tensor_parallel_size: int = 1
+    micro_batch_size: int
+
+
+class MasterConfig(BaseModel):
+    policy: PolicyConfig
+    num_gpus: int
+
+
+def load(argv):
+    with open(argv[1]) as handle:
+        config = yaml.safe_load(handle)
+    for override in argv[2:]:  # a.b=v, as the repository's own override parser does
+        key, _, value = override.partition("=")
+        *parents, last = key.split(".")
+        node = config
+        for parent in parents:
+            node = node.setdefault(parent, {})
+        node[last] = yaml.safe_load(value)
+    return MasterConfig(**config)
+
+
+def setup(config):
+    assert config.num_gpus % config.policy.tensor_parallel_size == 0, "num_gpus must divide by tp"
+    ray.init(num_gpus=config.num_gpus)
+    cluster = Worker.remote(config)
+    return ray.get(cluster.step.remote())
+
+
+@ray.remote
+class Worker:
+    def __init__(self, config):
+        self.config = config
+
+    def step(self):
+        return 0
+
+
+if __name__ == "__main__":
+    setup(load(sys.argv))
+'''
+
+GRPO_YAML = '''\
+policy:
+  model_name: Qwen/Qwen3-0.6B
+  tensor_parallel_size: 2
+  micro_batch_size: 4
+num_gpus: 8
+'''
+
+
+def test_a_pydantic_config_checked_in_setup_stops_at_ray_init(tmp_path: Path) -> None:
+    repo = write_repo(tmp_path, {"examples/run_grpo.py": PYDANTIC_TRAIN,
+                                 "examples/configs/grpo.yaml": GRPO_YAML})
+    run = "examples/run_grpo.py"
+    found = results(run_sandboxed(repo, job([
+        launch("grpo", run, "examples/configs/grpo.yaml"),
+        launch("tp3", run, "examples/configs/grpo.yaml policy.tensor_parallel_size=3"),
+        launch("typo", run, "examples/configs/grpo.yaml policy.micro_batch_size=four"),
+    ], boundary_policy(real_packages=["yaml", "pydantic"]))))
+    assert found["grpo"].outcome.outcome == "accepted"
+    assert found["grpo"].outcome.message.startswith("reached the training boundary ray.init ")
+    assert (found["grpo"].outcome.path, found["grpo"].outcome.line) == (run, line_of(repo, run, "ray.init("))
+    assert found["tp3"].outcome == Outcome("rejected", "AssertionError", "num_gpus must divide by tp", run,
+                                           line_of(repo, run, "assert config.num_gpus"))
+    typo = found["typo"].outcome
+    assert (typo.outcome, typo.exception, typo.path, typo.line) == (
+        "rejected", "ValidationError", run, line_of(repo, run, "return MasterConfig(**config)"))
+    assert "micro_batch_size" in (typo.message or "")
+
+
+ACTOR_FIRST = '''\
+import ray
+
+
+@ray.remote(num_gpus=1)
+class Rollout:
+    pass
+
+
+def main():
+    handle = Rollout.options(name="rollout").remote()
+    ray.get(handle)
+
+
+main()
+'''
+
+
+def test_creating_a_ray_actor_is_a_boundary_even_before_ray_init(tmp_path: Path) -> None:
+    repo = write_repo(tmp_path, {"launch.py": ACTOR_FIRST})
+    found = results(run_sandboxed(repo, job([launch("actor", "launch.py", "")], boundary_policy())))
+    outcome = found["actor"].outcome
+    assert outcome.outcome == "accepted", outcome
+    assert outcome.message is not None and outcome.message.startswith("reached the training boundary ray.")
+    assert outcome.line == line_of(repo, "launch.py", "Rollout.options(")
+
+
+HYDRA_MAIN = '''\
+import hydra
+import torch
+from omegaconf import DictConfig
+
+
+def check(config):
+    if config.actor.micro_batch_size > config.data.batch_size:
+        raise ValueError("micro batch larger than the batch")
+
+
+@hydra.main(config_path="config", config_name="ppo", version_base=None)
+def main(config: DictConfig) -> None:
+    check(config)
+    torch.cuda.set_device(0)
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+PPO_YAML = '''\
+data:
+  batch_size: 16
+actor:
+  micro_batch_size: 4
+hydra:
+  output_subdir: null
+  run:
+    dir: /tmp/hydra
+'''
+
+
+def test_a_hydra_application_launched_as_a_module_stops_at_its_device(tmp_path: Path) -> None:
+    repo = write_repo(tmp_path, {"trainer/__init__.py": "", "trainer/main_ppo.py": HYDRA_MAIN,
+                                 "trainer/config/ppo.yaml": PPO_YAML})
+    main = "trainer/main_ppo.py"
+    policy = boundary_policy(real_packages=["hydra", "omegaconf", "yaml"])
+    found = results(run_sandboxed(repo, job([
+        launch("ppo", "trainer.main_ppo", "actor.micro_batch_size=8"),
+        launch("too-big", "trainer.main_ppo", "actor.micro_batch_size=32"),
+        launch("removed-key", "trainer.main_ppo", "critic.ppo_epochs=2"),
+    ], policy)))
+    assert found["ppo"].outcome == Outcome(
+        "accepted", None, "reached the training boundary torch.cuda.set_device (device work needs the GPUs "
+        "CI has)", main, line_of(repo, main, "torch.cuda.set_device(0)"))
+    assert found["too-big"].outcome == Outcome("rejected", "ValueError", "micro batch larger than the batch",
+                                               main, line_of(repo, main, "raise ValueError"))
+    # the key the suite overrides is gone: Hydra's own composition rejects it, at the launch's `main()`
+    removed = found["removed-key"].outcome
+    assert (removed.outcome, removed.exception, removed.line) == (
+        "rejected", "ConfigCompositionException", line_of(repo, main, "    main()"))
+    assert (removed.message or "").startswith("Could not override 'critic.ppo_epochs'.")
+
+
+SERVER_FIRST = '''\
+import argparse
+import socket
+import subprocess
+import sys
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--port", type=int, required=True)
+parser.add_argument("--serve", action="store_true")
+args = parser.parse_args()
+subprocess.run(["true"], check=True)  # a tool, not a server: it runs
+if args.serve:
+    subprocess.Popen([sys.executable, "-m", "sglang.launch_server", "--port", str(args.port)])
+socket.create_connection(("10.0.0.1", args.port))
+'''
+
+
+def test_a_launched_server_or_a_connection_is_a_boundary(tmp_path: Path) -> None:
+    repo = write_repo(tmp_path, {"serve.py": SERVER_FIRST})
+    found = results(run_sandboxed(repo, job([
+        launch("server", "serve.py", "--port 30000 --serve"),
+        launch("client", "serve.py", "--port 30000"),
+        launch("no-port", "serve.py", ""),
+    ], boundary_policy())))
+    server, client = found["server"].outcome, found["client"].outcome
+    assert (server.outcome, server.line) == ("accepted", line_of(repo, "serve.py", "subprocess.Popen("))
+    assert server.message == ("reached the training boundary subprocess.Popen (it launches a server or "
+                              "training processes)")
+    connect = line_of(repo, "serve.py", "socket.create_connection")
+    assert (client.outcome, client.line) == ("accepted", connect)
+    assert client.message is not None and "socket.connect" in client.message
+    assert found["no-port"].outcome.outcome == "rejected"
+
+
+# Real (not stubbed) packages stop at the same calls: patched right after their import.
+ACCELERATE = '''\
+class Accelerator:
+    def __init__(self, mixed_precision="no"):
+        self.mixed_precision = mixed_precision
+'''
+DATASETS = "def load_dataset(name, split=None):\n    return [name, split]\n"
+FINETUNE = '''\
+import os
+import sys
+
+from accelerate import Accelerator
+from datasets import load_dataset
+
+precision = os.environ.get("MIXED_PRECISION", "bf16")
+assert precision in ("no", "bf16"), f"unsupported precision {precision}"
+if "--data-first" in sys.argv:
+    load_dataset("gsm8k", split="train")
+accelerator = Accelerator(mixed_precision=precision)
+'''
+
+
+def test_installed_packages_stop_at_the_same_calls_as_stubs(tmp_path: Path) -> None:
+    repo = write_repo(tmp_path, {"accelerate/__init__.py": ACCELERATE, "datasets/__init__.py": DATASETS,
+                                 "finetune.py": FINETUNE})
+    found = results(run_sandboxed(repo, job([
+        launch("accelerate", "finetune.py", ""),
+        launch("data", "finetune.py", "--data-first"),
+        launch("fp8", "finetune.py", "", env={"MIXED_PRECISION": "fp8"}),
+    ], boundary_policy())))
+    assert found["accelerate"].outcome.message == ("reached the training boundary accelerate.Accelerator (an "
+                                                   "Accelerator joins the process group CI starts)")
+    assert found["accelerate"].outcome.line == line_of(repo, "finetune.py", "accelerator = Accelerator(")
+    assert found["data"].outcome.message is not None
+    assert found["data"].outcome.message.startswith("reached the training boundary datasets.load_dataset ")
+    assert found["fp8"].outcome == Outcome("rejected", "AssertionError", "unsupported precision fp8",
+                                           "finetune.py", line_of(repo, "finetune.py", "assert precision"))
