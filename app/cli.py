@@ -507,6 +507,9 @@ def env_list_command(args: argparse.Namespace) -> int:
 def replay_command(args: argparse.Namespace) -> int:
     from app.processes import runtime
 
+    if not args.file.is_file():  # before the settings: the file is what the user just typed
+        raise UsageError(f"replay: {args.file}: no such file" if not args.file.exists()
+                         else f"replay: {args.file}: not a file")
     answer = runtime.replay(runtime.load_settings(), args.file, url=args.url,
                             new_delivery_id=args.new_delivery_id)
     print(json.dumps({"status": answer.status, **answer.body}))
@@ -645,6 +648,8 @@ def init_next_command(args: argparse.Namespace, written: Path, *, healthy: bool)
 def _init_output(args: argparse.Namespace) -> Path:
     """--output, else .github/pr-triage.yml of the work tree of --repo or of --tree; never overwritten
     without --force."""
+    if args.repo is not None and not Path(args.repo).is_dir():
+        raise UsageError(f"init: --repo {args.repo}: no such directory")
     if args.output is not None:
         output = Path(args.output)
     elif args.repo is not None and not (Path(args.repo) / ".git").exists():
@@ -706,6 +711,8 @@ def matrix_text(matrix: Matrix, cached: bool) -> str:
 
 
 def git_revision(repo: Path, rev: str, cache_dir: Path) -> Revision:
+    if not repo.is_dir():
+        raise UsageError(f"--repo {repo}: no such directory")
     sha, tree = cached_tree(repo.resolve(), rev, cache_dir)
     return Revision(tree=tree, sha=sha, label=rev)
 
@@ -765,22 +772,32 @@ def init_command_for(args: argparse.Namespace) -> str:
 
 class ProgressPrinter:
     """'capture 12/80 tests/e2e/...' lines on stderr, at most one per step every half second; only the steps
-    in ONLY when it is given."""
+    in ONLY when it is given. The base and head validations run at once: their counts share one line
+    ('validate base 40/105, head 38/105'), so neither's count hides the other's."""
+
+    PARALLEL = ("base", "head")
 
     def __init__(self, stream: TextIO, interval: float = 0.5, only: frozenset[str] | None = None) -> None:
         self._stream, self._interval, self._only = stream, interval, only
         self._lock = threading.Lock()
         self._last: dict[str, float] = {}
+        self._counts: dict[str, tuple[int, int]] = {}
 
     def __call__(self, step: str, done: int, total: int, what: str) -> None:
         if self._only is not None and step not in self._only:
             return
         now = time.monotonic()
         with self._lock:
-            if done < total and now - self._last.get(step, -self._interval) < self._interval:
+            key, line = step, f"{step} {done}/{total} {what}"
+            if step in self.PARALLEL:
+                self._counts[step] = (done, total)
+                key = "validate"
+                line = "validate " + ", ".join(f"{name} {count[0]}/{count[1]}" for name in self.PARALLEL
+                                               if (count := self._counts.get(name)) is not None)
+            if done < total and now - self._last.get(key, -self._interval) < self._interval:
                 return
-            self._last[step] = now
-            self._stream.write(f"{step} {done}/{total} {what}".rstrip() + "\n")
+            self._last[key] = now
+            self._stream.write(line.rstrip() + "\n")
             self._stream.flush()
 
 

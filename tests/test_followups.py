@@ -600,6 +600,21 @@ def test_a_reverted_commit_in_code_is_no_revert() -> None:
     assert sentences("`This reverts commit abcdef1234.`", "commit") == []
 
 
+@pytest.mark.parametrize(("text", "targets"), [
+    ("reverted upstream (sgl-project/sglang#31625 -> #31927).", ["sgl-project/sglang#31625",
+                                                                 "sgl-project/sglang#31927"]),
+    ("acme/lib#1 → #2 → #3", ["acme/lib#1", "acme/lib#2", "acme/lib#3"]),
+    ("acme/lib#1 => #2, and #3", ["acme/lib#1", "acme/lib#2", "octo/widgets#3"]),
+    ("#1 -> #2", ["octo/widgets#1", "octo/widgets#2"]),
+    ("acme/lib#1 and #2", ["acme/lib#1", "octo/widgets#2"]),  # as GitHub links it: no arrow, this repository
+])
+def test_an_arrow_from_another_repositorys_reference_keeps_its_repository(text: str,
+                                                                          targets: list[str]) -> None:
+    found = find_mentions([Text("diff", text, path="Dockerfile", line=3)], owner=OWNER, repo=REPO,
+                          number=NUMBER)
+    assert [mention.target for mention in found] == targets
+
+
 def test_a_path_is_not_a_repository() -> None:
     found = [target for target, _, _ in sentences("see octo/.#5 and octo/..#6")]
     assert found and not [target for target in found if target.startswith(("octo/.#", "octo/..#"))]
