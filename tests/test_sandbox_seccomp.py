@@ -78,8 +78,8 @@ def test_a_call_under_another_architectures_numbering_kills_its_process(repo: Pa
     unfiltered = probe(repo, "other_architecture", filtered=False)
 
     assert filtered["int80"] == filtered["x32"] == -signal.SIGSYS
-    assert unfiltered["int80"] == 0  # i386's getpid ran
-    assert unfiltered["x32"] != -signal.SIGSYS
+    # i386's getpid runs (exit 0) where the kernel emulates i386; only the filter ever sends SIGSYS
+    assert unfiltered["int80"] != -signal.SIGSYS and unfiltered["x32"] != -signal.SIGSYS
 
 
 def test_what_validation_does_still_works_under_the_filter(repo: Path) -> None:
