@@ -48,7 +48,8 @@ def probe(repo: Path, action: str, *, filtered: bool = True, **job: Any) -> dict
 
 
 def numbers() -> dict[str, int]:
-    return {**DENIED_HERE, **{name: MACHINE.numbers[name] for name in ("clone", "unshare", "clone3")}}
+    return {**DENIED_HERE, **{name: MACHINE.numbers[name] for name in ("clone", "unshare", "clone3",
+                                                                      "personality")}}
 
 
 def test_every_call_validation_never_needs_is_eperm_and_clone3_enosys(repo: Path) -> None:
@@ -59,6 +60,8 @@ def test_every_call_validation_never_needs_is_eperm_and_clone3_enosys(repo: Path
     assert outcomes["unshare(CLONE_NEWNS)"] == outcomes["unshare(CLONE_NEWUSER)"] == "EPERM"
     assert outcomes["unshare(CLONE_FILES)"] == "ok"  # no namespace in the flags: allowed
     assert outcomes["clone3"] == "ENOSYS"
+    assert outcomes["personality(query)"] == outcomes["personality(PER_LINUX)"] == "ok"
+    assert outcomes["personality(ADDR_NO_RANDOMIZE)"] == "EPERM"
 
 
 def test_without_the_filter_those_calls_reach_the_kernel(repo: Path) -> None:
@@ -69,6 +72,7 @@ def test_without_the_filter_those_calls_reach_the_kernel(repo: Path) -> None:
     assert reached >= {"keyctl", "add_key", "kcmp", "process_vm_readv", "process_vm_writev", "clone3",
                        "clone(CLONE_NEWNET)", "ptrace"}, outcomes
     assert outcomes["clone3"] == "EINVAL" and outcomes["clone(CLONE_NEWNET)"] == "EINVAL"
+    assert outcomes["personality(ADDR_NO_RANDOMIZE)"] == "ok"
 
 
 def test_a_call_under_another_architectures_numbering_kills_its_process(repo: Path) -> None:
