@@ -5,10 +5,13 @@ architecture's numbering kills its process, and what validation does still works
 
 from __future__ import annotations
 
+import json
 import platform
 import re
 import shutil
 import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -115,3 +118,18 @@ def test_the_numbers_are_the_kernels(machine: seccomp.Machine) -> None:
     defined = {name: int(number) for name, number in
                re.findall(r"#define __NR3?2?_(\w+)\s+(\d+)\b", header.read_text())}
     assert {name: defined.get(name) for name in machine.numbers} == machine.numbers
+
+
+def test_the_incident_example_is_still_caught_under_the_filter(tmp_path: Path) -> None:
+    working_sandbox()
+    root = Path(__file__).resolve().parents[1]
+    example = root / "examples" / "incident"
+    checked = subprocess.run(
+        [sys.executable, "-m", "app.cli", "check", "--base-tree", str(example / "base"), "--head-tree",
+         str(example / "head"), "--policy", str(example / "policy.yml"), "--format", "json",
+         "--cache-dir", str(tmp_path / "cache")],
+        capture_output=True, text=True, cwd=root, timeout=300, check=False)
+
+    assert checked.returncode == 1, checked.stderr  # a blocking finding: capture and validation both ran
+    report = json.loads(checked.stdout)
+    assert report["sandboxed"] is True and report["findings"]
