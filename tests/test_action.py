@@ -17,8 +17,18 @@ import yaml
 from actions_runner import ROOT, Runner, load_action
 from fakegithub.plugin import fake_github, fake_github_factory, github_app_key  # noqa: F401 (fixtures)
 
-from app.analysis.core.model import Finding
-from app.analysis.verdict.workflow_commands import annotation, command, escape_data, escape_property
+from app.analysis.core.model import Finding, Matrix, Outcome, Suite, SuiteResult
+from app.analysis.core.policy_origin import PolicyOrigin
+from app.analysis.verdict.health import assess
+from app.analysis.verdict.report import CheckReport
+from app.analysis.verdict.workflow_commands import (
+    annotation,
+    command,
+    escape_data,
+    escape_property,
+    plain,
+    render_github,
+)
 from app.cli import build_parser
 from app.demo.localgithub import FakeGitHub
 
@@ -307,6 +317,19 @@ def test_workflow_command_escaping_follows_githubs_rules() -> None:
     assert escape_property("a:b,c%\n") == "a%3Ab%2Cc%25%0A"
     assert command("error", "m", file="x,y.py", line=3, title=None) == "::error file=x%2Cy.py,line=3::m"
     assert command("notice", "just a message") == "::notice::just a message"
+
+
+def test_plain_lines_keep_their_percent_and_never_start_a_command() -> None:
+    assert plain("base accepts 15/15 (100%)") == "base accepts 15/15 (100%)"
+    assert plain("  ::add-mask::x\n::error::y") == "> ::add-mask::x ::error::y"
+    matrix = Matrix(suites=(Suite("ci/a.py", "ci/a.py", ("--x",)),), scripts=1, captured=1)
+    accepted = {"ci/a.py": SuiteResult("ci/a.py", Outcome("accepted"))}
+    health = assess(matrix, accepted, accepted, {}, max_base_failures=0.1, fail_open=False)
+    report = CheckReport(None, None, validation_changed=True, matrix=matrix, base=accepted, head=accepted,
+                         health=health, policy=PolicyOrigin("option", "p.yml"))
+    printed = render_github(report).splitlines()
+    assert "(100%)" in printed[-2] and "%25" not in printed[-2], printed
+    assert printed[-1] == "policy: p.yml (--policy)"
 
 
 def test_a_message_from_the_pull_request_cannot_start_a_workflow_command() -> None:

@@ -77,6 +77,12 @@ CASES = [
     ("matrix format", ["matrix", "--tree", ".", "--format", "yaml"], {}, "invalid choice: 'yaml'"),
     ("doctor without a revision", ["doctor"], {}, "doctor: give --repo PATH --rev REV, or --tree DIR"),
     ("replay without a file", ["replay"], {}, "required: FILE"),
+    ("replay of a missing file, before any setting", ["replay", "/no/such/file"], {},
+     "replay: /no/such/file: no such file"),
+    ("init of a missing directory", ["init", "--repo", "/no/such/dir"], {},
+     "init: --repo /no/such/dir: no such directory"),
+    ("check of a missing repository", ["check", "--repo", "/no/such/dir", "--base", "a", "--head", "b"], {},
+     "--repo /no/such/dir: no such directory"),
 ]
 
 

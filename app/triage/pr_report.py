@@ -188,15 +188,16 @@ def _facts(report: CheckReport, *, timing: bool) -> str:
     """The footnote: what was compared and replayed (timing only in the check run: a comment that differs
     only by it would be edited on every re-run)."""
     head = f"head {code(_short(report.head_sha))} against base {code(_short(report.base_sha))}"
+    policy = f"<br>policy: {inert(report.policy.describe())}" if report.policy is not None else ""
     if not report.validation_changed:
         return f"<sub>{head}; {_plural(len(report.changed_paths), 'changed file')}, none of them " \
-               "validation code: nothing was replayed.</sub>"
+               f"validation code: nothing was replayed.{policy}</sub>"
     matrix = report.matrix
     took = f"; {report.timing.total_s:.1f} s" if timing else ""
     return (f"<sub>{head}; {_plural(len(matrix.suites), 'suite')} from {matrix.captured} of "
             f"{_plural(matrix.scripts, 'CI script')} ({len(matrix.failed)} failed); "
             f"{_counts(report, 'base')}; {_counts(report, 'head')}{took}<br>"
-            f"{inert(health_line(report.health), 2000)}</sub>")
+            f"{inert(health_line(report.health), 2000)}{policy}</sub>")
 
 
 def _blocks(report: CheckReport) -> list[str]:

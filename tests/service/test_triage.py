@@ -67,6 +67,9 @@ def test_a_pull_request_that_edits_the_policy_cannot_change_its_own_verdict(
     assert check.conclusion == "failure"
     asked = [call.query.get("ref") for call in fake.calls("GET", rf"/repos/{MILES}/contents/.*")]
     assert asked == [base]  # the policy is read at the base sha, never at the head
+    assert "policy: .github/pr-triage.yml at the base" in check.output["summary"]
+    [comment] = fake.comments_on(MILES, 11)
+    assert "policy: .github/pr-triage.yml at the base" in comment.body
 
 
 def test_a_pull_request_touching_no_validation_path_is_judged_from_its_file_list(
@@ -79,6 +82,7 @@ def test_a_pull_request_touching_no_validation_path_is_judged_from_its_file_list
     [check] = fake.check_runs(MILES)
     assert (check.status, check.conclusion, check.output["title"]) == (
         "completed", "success", "No validation code changed")
+    assert check.output["summary"].endswith("<br>policy: .github/pr-triage.yml at the base</sub>")
     assert fake.calls("GET", rf"/repos/{MILES}/tarball/.*") == []  # no download, no sandbox
     assert fake.calls("POST", rf"/repos/{MILES}/issues/12/comments") == []  # no comment
     assert [c.id for c in fake.comments_on(MILES, 12)] == [someone_elses]

@@ -49,7 +49,16 @@ def report_json(report: CheckReport) -> dict[str, Any]:
                    "head_s": round(report.timing.head_s, 3), "total_s": round(report.timing.total_s, 3),
                    "base_cached": report.base_cached},
         "changed_paths": list(report.changed_paths),
+        "policy": report.policy.to_json() if report.policy is not None else None,
+        **blind_error(report),
     }
+
+
+def blind_error(report: CheckReport) -> dict[str, Any]:
+    """The contract's `error` when the analysis ran blind (exit status 3); absent when it could see."""
+    if report.could_analyse or report.health is None:
+        return {}
+    return {"error": {"kind": "blind", "message": f"could not analyse: {report.health.reason}"}}
 
 
 def _plural(count: int, word: str) -> str:
@@ -76,9 +85,14 @@ def _where(finding: Finding) -> str:
     return f"{place} ({'in this diff' if finding.in_diff else 'not in this diff'})"
 
 
+def policy_line(report: CheckReport) -> list[str]:
+    return [f"policy: {report.policy.describe()}"] if report.policy is not None else []
+
+
 def _summary_lines(report: CheckReport) -> list[str]:
     if not report.validation_changed:
-        return [f"changed paths: {len(report.changed_paths)}, none of them validation code"]
+        return [f"changed paths: {len(report.changed_paths)}, none of them validation code",
+                *policy_line(report)]
     timing = report.timing
     counts = report.outcome_counts("head")  # the base's counts are in the health line
     lines = [f"head: {counts['accepted']} accepted, {counts['rejected']} rejected, {counts['error']} error"]
@@ -88,7 +102,7 @@ def _summary_lines(report: CheckReport) -> list[str]:
     base_cached = " (from an earlier check)" if report.base_cached else ""
     lines.append(f"timing: capture {timing.capture_s:.1f} s{cached}, base {timing.base_s:.1f} s"
                  f"{base_cached}, head {timing.head_s:.1f} s, total {timing.total_s:.1f} s")
-    return lines
+    return [*lines, *policy_line(report)]
 
 
 def health_line(health: Health | None) -> str:

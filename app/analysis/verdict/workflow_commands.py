@@ -27,6 +27,13 @@ def escape_property(text: str) -> str:
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
+def plain(text: str) -> str:
+    """A line that is no command: on one line, and never starting with `::`. GitHub unescapes `%25` only
+    inside a command, so a plain line keeps its `%` (a health of `(100%)`, not `(100%25)`)."""
+    flat = " ".join(text.split())
+    return f"> {flat}" if flat.startswith("::") else flat
+
+
 def command(name: str, message: str, **properties: str | int | None) -> str:
     """`::NAME k=v,k=v::MESSAGE`; properties that are None are left out."""
     given = ",".join(f"{key}={escape_property(str(value))}" for key, value in properties.items()
@@ -52,13 +59,15 @@ def annotation(finding: Finding) -> str:
 
 def render_github(report: CheckReport) -> str:
     """The headline, a could-not-analyse error without a file, one annotation per finding, the health."""
-    lines = [escape_data(headline(report))]
+    lines = [plain(headline(report))]
     if report.health is not None and not report.health.could_analyse:
         lines.append(command("error", f"could not analyse: {report.health.reason}",
                              title="prtriage: could not analyse"))
     lines += [annotation(finding) for finding in report.findings]
     if report.health is not None:
-        lines.append(escape_data(f"health: {summary_line(report.health)}"))
+        lines.append(plain(f"health: {summary_line(report.health)}"))
+    if report.policy is not None:
+        lines.append(plain(f"policy: {report.policy.describe()}"))
     if not report.sandboxed:
         lines.append(command("warning", UNSANDBOXED, title="prtriage: not sandboxed"))
     return "\n".join(lines) + "\n"
