@@ -4,9 +4,10 @@ installs (`--seccomp FD`) just before it starts the sandboxed program.
 Validation imports a repository's code, parses arguments and builds objects; it never mounts, traces,
 loads kernel code or keys, creates namespaces, or needs the kernel's rarer interfaces. Those system calls
 fail with EPERM, so that code which escaped every other fence still meets none of the kernel's larger attack
-surfaces. `clone3` fails with ENOSYS, which glibc takes as "old kernel" and answers with `clone`, whose flags
-a filter can read (clone3's live in memory it cannot). A call made under another architecture's numbering
-(i386's `int 0x80`, x32) kills the process: its numbers would mean other calls.
+surfaces; `personality` may only ask or set the plain Linux one. `clone3` fails with ENOSYS, which glibc
+takes as "old kernel" and answers with `clone`, whose flags a filter can read (clone3's live in memory it
+cannot). A call made under another architecture's numbering (i386's `int 0x80`, x32) kills the process: its
+numbers would mean other calls.
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ CLONE_NAMESPACES = (CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC 
                     | CLONE_NEWPID | CLONE_NEWNET)
 UNSHARE_NAMESPACES = CLONE_NAMESPACES | CLONE_NEWTIME
 X32_SYSCALL_BIT = 0x40000000
+# personality(2): asking (0xffffffff) and the plain Linux personality pass; the rest (no address space
+# randomisation, READ_IMPLIES_EXEC…) only help an exploit
+PERSONALITY_QUERY, PER_LINUX = 0xFFFFFFFF, 0
 
 # What validation never needs, by name; each machine's table below gives the numbers it has.
 DENIED = (
@@ -76,7 +80,7 @@ class Machine:
 X86_64 = Machine("x86_64", 0xC000003E, {
     "clone": 56, "vhangup": 153, "pivot_root": 155, "uselib": 134, "ptrace": 101, "syslog": 103,
     "acct": 163, "settimeofday": 164, "mount": 165, "umount2": 166, "swapon": 167, "swapoff": 168,
-    "reboot": 169, "sethostname": 170, "setdomainname": 171, "iopl": 172, "ioperm": 173,
+    "personality": 135, "reboot": 169, "sethostname": 170, "setdomainname": 171, "iopl": 172, "ioperm": 173,
     "init_module": 175, "delete_module": 176, "quotactl": 179, "lookup_dcookie": 212, "clock_settime": 227,
     "kexec_load": 246, "add_key": 248, "request_key": 249, "keyctl": 250, "unshare": 272,
     "perf_event_open": 298, "name_to_handle_at": 303, "open_by_handle_at": 304, "clock_adjtime": 305,
@@ -89,7 +93,7 @@ X86_64 = Machine("x86_64", 0xC000003E, {
 # include/uapi/asm-generic/unistd.h (arm64 has no iopl, ioperm or uselib)
 AARCH64 = Machine("aarch64", 0xC00000B7, {
     "lookup_dcookie": 18, "umount2": 39, "mount": 40, "pivot_root": 41, "vhangup": 58, "quotactl": 60,
-    "acct": 89, "unshare": 97, "kexec_load": 104, "init_module": 105, "delete_module": 106,
+    "acct": 89, "personality": 92, "unshare": 97, "kexec_load": 104, "init_module": 105, "delete_module": 106,
     "clock_settime": 112, "syslog": 116, "ptrace": 117, "reboot": 142, "sethostname": 161,
     "setdomainname": 162, "settimeofday": 170, "add_key": 217, "request_key": 218, "keyctl": 219,
     "clone": 220, "swapon": 224, "swapoff": 225, "perf_event_open": 241, "name_to_handle_at": 264,
@@ -160,6 +164,7 @@ def filter_program(machine: Machine | None = None) -> bytes:
     program.jump(JEQ_K, machine.numbers["clone"], true="clone")
     program.jump(JEQ_K, machine.numbers["unshare"], true="unshare")
     program.jump(JEQ_K, machine.numbers["clone3"], true="enosys")
+    program.jump(JEQ_K, machine.numbers["personality"], true="personality")
     for name in DENIED:
         if name in machine.numbers:
             program.jump(JEQ_K, machine.numbers[name], true="eperm")
@@ -168,6 +173,10 @@ def filter_program(machine: Machine | None = None) -> bytes:
         program.label(name)
         program.load(ARG0_LOW_OFFSET)  # the flags: every namespace bit is in the low 32
         program.jump(JSET_K, flags, true="eperm", false="allow")
+    program.label("personality")
+    program.load(ARG0_LOW_OFFSET)
+    program.jump(JEQ_K, PERSONALITY_QUERY, true="allow")
+    program.jump(JEQ_K, PER_LINUX, true="allow", false="eperm")
     program.label("allow")
     program.ret(RET_ALLOW)
     program.label("eperm")

@@ -45,8 +45,9 @@ ARGUMENTS = {"ptrace": (0x7FFF, 0, 0, 0)}
 
 def denied(job: dict[str, Any]) -> None:
     NUMBERS.update(job["numbers"])
+    special = ("clone", "unshare", "clone3", "personality")  # their arguments decide: below
     outcomes = {name: call(number, *ARGUMENTS.get(name, (0, 0, 0, 0, 0, 0)))
-                for name, number in job["numbers"].items() if name not in ("clone", "unshare", "clone3")}
+                for name, number in job["numbers"].items() if name not in special}
     clone, unshare, clone3 = NUMBERS["clone"], NUMBERS["unshare"], NUMBERS["clone3"]
     # clone with namespace flags, and with an invalid combination that fails before any child exists
     # (CLONE_NEWNS with CLONE_FS is EINVAL) so that nothing is created when the filter is not there
@@ -55,6 +56,10 @@ def denied(job: dict[str, Any]) -> None:
     outcomes["unshare(CLONE_NEWUSER)"] = call(unshare, CLONE_NEWUSER)
     outcomes["unshare(CLONE_FILES)"] = call(unshare, CLONE_FILES)  # no namespace: allowed
     outcomes["clone3"] = call(clone3, 0, 0)
+    personality = NUMBERS["personality"]
+    outcomes["personality(query)"] = call(personality, 0xFFFFFFFF)
+    outcomes["personality(ADDR_NO_RANDOMIZE)"] = call(personality, 0x0040000)
+    outcomes["personality(PER_LINUX)"] = call(personality, 0)  # back to the plain one when it was allowed
     send({"type": "denied", "outcomes": outcomes})
 
 
