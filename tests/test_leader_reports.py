@@ -388,3 +388,96 @@ def test_the_line_format_is_one_json_object_a_line(leader: ModuleType) -> None:
     os.close(write_fd)
     with os.fdopen(read_fd, "rb") as pipe:
         assert pipe.read() == (json.dumps({"kind": "x", "path": "/p"}) + "\n").encode()
+
+
+# --- _run_warm_leader: a warm leader that dies, before or after it is ready -------------------------------
+
+def in_place_of_warm_lead(leader: ModuleType, monkeypatch: pytest.MonkeyPatch,
+                          body: Callable[[Any, Callable[[dict[str, Any]], None]], None]) -> None:
+    monkeypatch.setattr(leader, "_warm_lead",
+                        lambda group, revision, workers, seconds, send: body(group, send))
+
+
+def warm_leader_runs(leader: ModuleType, monkeypatch: pytest.MonkeyPatch,
+                     body: Callable[[Any, Callable[[dict[str, Any]], None]], None],
+                     *ids: str) -> tuple[Any, Runner, list[dict[str, Any]]]:
+    """_run_warm_leader over suites IDS, each warm leader's process running BODY(group, send) in place of
+    the warm-up and the suites (which need a real revision): the forks, pipes and reports are real."""
+    in_place_of_warm_lead(leader, monkeypatch, body)
+    runner, sent = Runner(leader), []
+    ended = leader._run_warm_leader(leader.Group([suite(i) for i in ids]), None, 1, 10.0, runner.report,
+                                    sent.append)
+    return ended, runner, sent
+
+
+def test_a_warm_leader_killed_before_ready_is_retried_without_warm_up(
+        leader: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    def body(group: Any, send: Callable[[dict[str, Any]], None]) -> None:
+        if group.warm_up:
+            send({"kind": "suite", "result": result("a")})  # repository code may report before ready
+            os.kill(os.getpid(), signal.SIGKILL)
+        send({"kind": "ready", "declined": []})
+        for each in group.suites:
+            send({"kind": "suite", "result": result(each["id"], "rejected")})
+        os.write(2, ("|".join(s["id"] for s in group.suites)).encode())
+
+    ended, runner, sent = warm_leader_runs(leader, monkeypatch, body, "a", "b", "c")
+    assert sent == [{"kind": "alive"}, {"kind": "alive"}]  # each warm leader restarts the stall limit
+    assert runner.results == [result("a"), result("b", "rejected"), result("c", "rejected")]
+    assert runner.failures == []
+    assert ended.reason == "the group leader exited with status 0: b|c"  # only the unreported suites
+
+
+def test_a_warm_leader_dying_after_ready_fails_what_it_did_not_report(
+        leader: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    def body(group: Any, send: Callable[[dict[str, Any]], None]) -> None:
+        send({"kind": "ready", "declined": ["c"]})
+        send({"kind": "suite", "result": result("a")})
+        os._exit(5)
+
+    ended, runner, sent = warm_leader_runs(leader, monkeypatch, body, "a", "b", "c")
+    assert sent == [{"kind": "alive"}]
+    assert runner.results == [result("a")]
+    assert runner.failures == [("b", "the group leader exited with status 5")]
+    assert ended.declined == [suite("c")]
+
+
+def test_a_warm_leader_without_warm_up_that_dies_is_not_retried(leader: ModuleType,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    def body(group: Any, send: Callable[[dict[str, Any]], None]) -> None:
+        os._exit(4)
+
+    runner, sent = Runner(leader), []
+    in_place_of_warm_lead(leader, monkeypatch, body)
+    ended = leader._run_warm_leader(leader.Group([suite("a")], warm_up=False), None, 1, 10.0, runner.report,
+                                    sent.append)
+    assert sent == [{"kind": "alive"}]
+    assert runner.failures == [("a", "the group leader exited with status 4")]
+    assert ended.phase == "started"
+
+
+def test_a_warm_leader_that_reported_everything_before_dying_is_not_retried(
+        leader: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    def body(group: Any, send: Callable[[dict[str, Any]], None]) -> None:
+        send({"kind": "suite", "result": result("a")})
+        os._exit(6)
+
+    ended, runner, sent = warm_leader_runs(leader, monkeypatch, body, "a")
+    assert sent == [{"kind": "alive"}] and runner.results == [result("a")] and runner.failures == []
+    assert ended.reason == "the group leader exited with status 6"
+
+
+def test_a_silent_warm_leader_is_timed_out_warming_up(leader: ModuleType,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(leader, "GRACE_SECONDS", 0.2)
+
+    def body(group: Any, send: Callable[[dict[str, Any]], None]) -> None:
+        if group.warm_up:
+            time.sleep(60)
+        os._exit(0)
+
+    in_place_of_warm_lead(leader, monkeypatch, body)
+    runner, sent = Runner(leader), []
+    ended = leader._run_warm_leader(leader.Group([suite("a")]), None, 1, 0.1, runner.report, sent.append)
+    assert runner.failures == [("a", "the group leader exited with status 0")]
+    assert ended.phase == "started" and len(sent) == 2
