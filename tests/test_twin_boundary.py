@@ -333,3 +333,42 @@ def test_installed_packages_stop_at_the_same_calls_as_stubs(tmp_path: Path) -> N
     assert found["data"].outcome.message.startswith("reached the training boundary datasets.load_dataset ")
     assert found["fp8"].outcome == Outcome("rejected", "AssertionError", "unsupported precision fp8",
                                            "finetune.py", line_of(repo, "finetune.py", "assert precision"))
+
+
+# RLinf-shaped: an optional fast path whose stub made the feature look installed, so the launch took the
+# branch that needs it and failed where CI (which lacks it) goes on.
+OPTIONAL = '''\
+import importlib.util
+import sys
+
+try:
+    import fusco
+    HAS_FUSCO = True
+except ImportError:
+    HAS_FUSCO = False
+
+HAS_FLASH = importlib.util.find_spec("flash_attn") is not None
+import megatron  # a plain import: CI has it, the sandbox stubs it
+
+if "--fused" in sys.argv:
+    assert HAS_FUSCO, "--fused needs fusco"
+assert not HAS_FLASH or "--no-flash" not in sys.argv, "flash-attn is installed: drop --no-flash"
+print(megatron.core)
+'''
+
+
+def test_optional_imports_of_absent_packages_take_the_not_installed_branch(tmp_path: Path) -> None:
+    repo = write_repo(tmp_path, {"launch.py": OPTIONAL})
+    suites = [launch("plain", "launch.py", "--no-flash"), launch("fused", "launch.py", "--fused")]
+    absent = results(run_sandboxed(repo, job(suites, boundary_policy())))
+    assert absent["plain"].outcome.outcome == "accepted", absent["plain"].outcome
+    assert absent["fused"].outcome == Outcome("rejected", "AssertionError", "--fused needs fusco",
+                                              "launch.py", line_of(repo, "launch.py", "assert HAS_FUSCO"))
+    # the policy says CI has fusco: its optional import is stubbed, the --fused launch goes on
+    has_fusco = results(run_sandboxed(repo, job(suites, boundary_policy(ci_has=["fusco"]))))
+    assert has_fusco["fused"].outcome.outcome == "accepted", has_fusco["fused"].outcome
+    # the built-in policies' setting: every optional import stubbed, flash-attn looks installed
+    stubbed = results(run_sandboxed(repo, job(suites, boundary_policy(optional_imports="stubbed"))))
+    assert stubbed["plain"].outcome == Outcome(
+        "rejected", "AssertionError", "flash-attn is installed: drop --no-flash", "launch.py",
+        line_of(repo, "launch.py", "assert not HAS_FLASH"))

@@ -138,6 +138,14 @@ class Harness(_Strict):
                                                          "code imports it.")
     stub_modules: list[str] = Field(default_factory=list, description="Top-level modules stubbed even when "
                                                                       "installed.")
+    optional_imports: Literal["absent", "stubbed"] = Field("absent", description="An absent package that "
+                                                           "repository code imports optionally (inside a "
+                                                           "`try:` catching ImportError, or probed with "
+                                                           "importlib.util.find_spec): 'absent' fails the "
+                                                           "import as on a host without it; 'stubbed' "
+                                                           "stubs it.")
+    ci_has: list[str] = Field(default_factory=list, description="Top-level packages CI has: their optional "
+                              "imports are stubbed even with optional_imports 'absent'.")
     real_packages: list[str] = Field(default_factory=list, description="Import names that must be real "
                                      "inside the sandbox (never stubbed); a missing one is an error.")
     backports: dict[str, str] = Field(default_factory=dict, description="Attributes set on real modules "
