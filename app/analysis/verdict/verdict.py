@@ -211,6 +211,8 @@ def _learned_attributes(pairs: list[_Pair], diff: TreeDiff, policy: Policy,
         known = {a.name for a in pair.base.learned}
         for attribute in pair.head.learned:
             location = (attribute.path, attribute.line)
+            if attribute.upstream:
+                continue  # a stubbed or replaced parser may define it: blindness (health), no finding
             if attribute.name not in known and diff.in_diff(*location) \
                     and (pair.suite.id, *location) not in reported:
                 groups.add((attribute.name, *location), pair.suite)
