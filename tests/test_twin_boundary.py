@@ -8,11 +8,13 @@ exception before it rejects the suite at its line.
 
 from __future__ import annotations
 
+import subprocess
 import textwrap
 from pathlib import Path
 from typing import Any
 
 from harness_twin import job, line_of, results, run_sandboxed
+from twin.cli import prtriage
 
 from app.analysis.core.model import Outcome
 from app.analysis.core.policy import Policy
@@ -372,3 +374,57 @@ def test_optional_imports_of_absent_packages_take_the_not_installed_branch(tmp_p
     assert stubbed["plain"].outcome == Outcome(
         "rejected", "AssertionError", "flash-attn is installed: drop --no-flash", "launch.py",
         line_of(repo, "launch.py", "assert not HAS_FLASH"))
+
+
+BOUNDARY_POLICY = r'''# no validator named: each launch runs until training would start
+version: 1
+matrix:
+  sources:
+    - kind: record_launches
+      scripts: ["tests/test_*.py"]
+      entry: '(^|/)train\.py$'
+harness:
+  stub_modules: [torch]
+  limits: {suite_seconds: 30}
+'''
+CI_SCRIPT = '''\
+import subprocess
+
+subprocess.run(["python3", "train.py", {argv}], check=True)
+'''
+NEW_ASSERT = '    assert args.tp < 4, "tp 4 is not supported yet"\n'
+
+
+def git(repo: Path, *args: str) -> str:
+    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+def test_a_pull_request_adding_an_assert_blocks_the_suites_it_rejects(tmp_path: Path) -> None:
+    ci = {f"tests/test_tp{tp}.py": CI_SCRIPT.replace("{argv}", f'"--tp", "{tp}", "--world", "8"')
+          for tp in (2, 4)}
+    repo = write_repo(tmp_path, {"train.py": ARGPARSE_TRAIN, **ci})
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base")
+    git(repo, "checkout", "-qb", "pr")
+    train = repo / "train.py"
+    marker = '    assert args.world % args.tp == 0, "world size must divide by tp"\n'
+    train.write_text(train.read_text().replace(marker, marker + NEW_ASSERT))
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "refuse tp 4")
+    policy = tmp_path / "policy.yml"
+    policy.write_text(BOUNDARY_POLICY)
+    run = prtriage("check", "--repo", str(repo), "--base", "main", "--head", "pr", "--policy", str(policy),
+                   "--format", "json", cache_dir=tmp_path / "cache")
+    assert run.returncode == 1, run.describe()
+    report = run.json()
+    assert report["health"]["could_analyse"] is True
+    assert report["health"]["base"]["accepted"] == 2
+    [finding] = [f for f in report["findings"] if f["severity"] == "blocking"]
+    assert (finding["kind"], finding["suites"]) == ("new_rejection", ["tests/test_tp4.py"])
+    assert (finding["path"], finding["line"], finding["in_diff"]) == (
+        "train.py", line_of(repo, "train.py", "assert args.tp < 4"), True)
+    assert "tp 4 is not supported yet" in finding["message"]
+    accepted = {s["id"]: s["head"] for s in report["suites"]}["tests/test_tp2.py"]
+    assert accepted["outcome"] == "accepted"
+    assert accepted["message"].startswith("reached the training boundary torch.distributed.")

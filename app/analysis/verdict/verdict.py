@@ -80,7 +80,7 @@ def verdict(matrix: Matrix, base: Mapping[str, SuiteResult], head: Mapping[str, 
                 *_fixed(pairs), *_new_errors(pairs, diff, policy), *_capture_failures(matrix)]
     if traced is None:
         traced = {p: diff.changed_lines(p) for p in diff.changed_paths
-                  if any(path_matches(p, g) for g in policy.validation.paths)}
+                  if any(path_matches(p, g) for g in policy.validation.path_globs)}
     findings += _not_exercised(pairs, traced, findings)
     return sorted(findings, key=_order)
 
