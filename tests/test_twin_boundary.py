@@ -13,11 +13,13 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+from analysis_envs import environment_of
 from harness_twin import job, line_of, results, run_sandboxed
 from twin.cli import prtriage
 
 from app.analysis.core.model import Outcome
-from app.analysis.core.policy import Policy
+from app.analysis.core.policy import Harness, Limits, Policy
+from app.sandbox.runner import SandboxSpec, run_harness
 
 ARGPARSE_TRAIN = '''\
 import argparse
@@ -428,3 +430,47 @@ def test_a_pull_request_adding_an_assert_blocks_the_suites_it_rejects(tmp_path: 
     accepted = {s["id"]: s["head"] for s in report["suites"]}["tests/test_tp2.py"]
     assert accepted["outcome"] == "accepted"
     assert accepted["message"].startswith("reached the training boundary torch.distributed.")
+
+
+REAL_TORCH = '''\
+import sys
+
+import torch
+import torch.distributed as dist
+
+model = torch.nn.Linear(2, 2)
+x = torch.zeros(2)
+assert x.to(torch.float16).dtype == torch.float16  # no device named: the call goes through
+assert model.to(torch.float64).weight.dtype == torch.float64
+step = sys.argv[1]
+if step == "zeros":
+    torch.zeros(2, device="cuda")
+elif step == "module":
+    model.to("cuda")
+elif step == "tensor":
+    x.cuda()
+elif step == "group":
+    dist.init_process_group("nccl")
+assert step != "broken", "a broken config"
+'''
+
+
+def test_real_cpu_torch_stops_at_device_work_and_process_groups(tmp_path: Path) -> None:
+    repo = write_repo(tmp_path, {"train.py": REAL_TORCH})
+    harness = {"real_packages": ["torch"], "stub_modules": [],
+               "limits": {"suite_seconds": 120, "memory_mb": 8192}}
+    spec = job([launch(step, "train.py", step) for step in ("zeros", "module", "tensor", "group", "broken")],
+               boundary_policy(**harness))
+    limits = Limits.model_validate(spec["policy"]["harness"]["limits"])
+    run = run_harness(SandboxSpec(program="validate.py", repo_dir=repo, job=spec, limits=limits,
+                                  interpreter=environment_of(Harness(requirements=["torch==2.13.0"]))))
+    assert run.sandboxed and run.messages[-1] == {"type": "done"}, (run.ended, run.stderr_tail)
+    found = {suite: result.outcome for suite, result in results(run.messages).items()}
+    stops = {suite: (outcome.message or "").split(" (")[0] for suite, outcome in found.items()}
+    assert stops == {"zeros": "reached the training boundary torch.cuda._lazy_init",
+                     "module": "reached the training boundary torch.nn.Module.to",
+                     "tensor": "reached the training boundary torch.Tensor.cuda",
+                     "group": "reached the training boundary torch.distributed.init_process_group",
+                     "broken": "a broken config"}
+    assert found["zeros"].line == line_of(repo, "train.py", 'torch.zeros(2, device="cuda")')
+    assert found["broken"].outcome == "rejected"
