@@ -138,6 +138,14 @@ class Harness(_Strict):
                                                          "code imports it.")
     stub_modules: list[str] = Field(default_factory=list, description="Top-level modules stubbed even when "
                                                                       "installed.")
+    optional_imports: Literal["absent", "stubbed"] = Field("absent", description="An absent package that "
+                                                           "repository code imports optionally (inside a "
+                                                           "`try:` catching ImportError, or probed with "
+                                                           "importlib.util.find_spec): 'absent' fails the "
+                                                           "import as on a host without it; 'stubbed' "
+                                                           "stubs it.")
+    ci_has: list[str] = Field(default_factory=list, description="Top-level packages CI has: their optional "
+                              "imports are stubbed even with optional_imports 'absent'.")
     real_packages: list[str] = Field(default_factory=list, description="Import names that must be real "
                                      "inside the sandbox (never stubbed); a missing one is an error.")
     backports: dict[str, str] = Field(default_factory=dict, description="Attributes set on real modules "
@@ -387,6 +395,9 @@ class HydraValidation(_Strict):
                                      "called in order on the composed config.")
 
 
+ANY_PYTHON_FILE = ("**/*.py",)
+
+
 class Validation(_Strict):
     paths: list[str] = Field(default_factory=list, description="Repo-relative globs of the validation "
                              "code; a PR touching none of them needs no analysis.")
@@ -430,6 +441,14 @@ class Validation(_Strict):
         """Each suite's own launch runs until its training boundary (no validator is called)."""
         return self.mode == "boundary" or not self.entry
 
+    @property
+    def path_globs(self) -> list[str]:
+        """The validation paths; a launch run to its boundary with none listed may read any Python file
+        of the repository before training starts, so any is one."""
+        if not self.paths and self.to_boundary:
+            return list(ANY_PYTHON_FILE)
+        return list(self.paths)
+
     @field_validator("functions")
     @classmethod
     def _functions(cls, value: list[str]) -> list[str]:
@@ -467,7 +486,8 @@ class HealthRules(_Strict):
 
 class Policy(_Strict):
     version: Literal[1] = Field(1, description="Policy language version.")
-    validation: Validation = Field(description="The validation code and how to call it.")
+    validation: Validation = Field(default_factory=Validation, description="The validation code and how "
+                                   "to call it; absent: each suite's launch runs to its training boundary.")
     matrix: Matrix = Field(description="How the CI flag matrix is found.")
     harness: Harness = Field(default_factory=Harness, description="What the sandboxed harness provides.")
     severities: Severities = Field(default_factory=Severities, description="Severity per finding kind.")
@@ -483,7 +503,7 @@ class Policy(_Strict):
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
     def touches_validation(self, changed_paths: list[str]) -> bool:
-        return any(path_matches(p, g) for p in changed_paths for g in self.validation.paths)
+        return any(path_matches(p, g) for p in changed_paths for g in self.validation.path_globs)
 
 
 def path_matches(path: str, pattern: str) -> bool:

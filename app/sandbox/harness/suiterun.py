@@ -72,7 +72,9 @@ def run_suite(revision: Revision, suite: dict[str, Any]) -> dict[str, Any]:
     linewatch.reset()
     outcome = outcome_mode(revision, suite)
     lines_hit = linewatch.lines_hit()  # outcome mode's run only, as the suite's job would run
-    learned = [{"name": n, "path": p, "line": line} for n, (p, line) in tolerant.ledger.learned_at.items()]
+    upstream = tolerant.ledger.upstream_stood_in
+    learned = [{"name": n, "path": p, "line": line, "upstream": upstream}
+               for n, (p, line) in tolerant.ledger.learned_at.items()]
     events: list[dict[str, Any]] = []
     if outcome["outcome"] != "accepted":
         remaining = revision.suite_seconds - (time.monotonic() - started)
