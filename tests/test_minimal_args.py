@@ -37,9 +37,10 @@ def test_arguments_are_options_with_their_values(argv: list[str], units: list[tu
     assert split_arguments(argv) == units
 
 
-def test_a_suite_passes_a_set_when_it_passes_each_option_with_the_same_values() -> None:
+def test_a_suite_passes_a_set_when_it_passes_each_of_its_options_whatever_the_values() -> None:
     assert contains(["--a", "1", "--b"], [("--b",), ("--a", "1")])
-    assert not contains(["--a", "2", "--b"], [("--a", "1")])
+    assert contains(["--a=2", "--b"], [("--a", "1")])  # a rank of 32 here, 16 there: the same option
+    assert not contains(["--a", "2"], [("--a", "1"), ("--b",)])
 
 
 def search(count: int, rejected: Callable[[set[int]], bool], rounds: int = 20) -> FlagSearch:
@@ -68,6 +69,42 @@ def test_a_suite_whose_every_argument_is_needed_is_minimal_itself() -> None:
 def test_no_argument_needed_is_the_empty_set() -> None:
     found = search(4, lambda kept: True)
     assert (found.best, found.complete) == ((), True)
+
+
+def test_arguments_needed_only_beside_others_are_left_out_together() -> None:
+    """6 is needed while 3 is there (3 without 6 fails elsewhere), 7 while 4 is: once 3 and 4 are gone,
+    both are spare, and one round leaves both out."""
+    def rejected(kept: set[int]) -> bool:
+        return {2, 5} <= kept and not (3 in kept and 6 not in kept) and not (4 in kept and 7 not in kept)
+
+    found = search(9, rejected)
+    assert (found.best, found.complete, found.rounds) == ((2, 5), True, 3)
+
+
+def test_leaving_out_every_spare_one_at_once_can_go_too_far_then_one_at_a_time() -> None:
+    """1 and 2 stand for each other, but each is needed beside an argument (3, 4) that the first round
+    keeps: once those are gone, each alone is spare, both together are not."""
+    def rejected(kept: set[int]) -> bool:
+        return 0 in kept and bool(kept & {1, 2}) and not (1 not in kept and 3 in kept) \
+            and not (2 not in kept and 4 in kept)
+
+    found = search(5, rejected)
+    assert (found.best, found.complete, found.rounds) == ((0, 2), True, 4)
+
+
+def test_a_focus_rejected_alone_spares_trying_the_other_arguments() -> None:
+    flags = FlagSearch(8, focus=(1, 3, 5))
+    assert flags.candidates() == [(1, 3, 5), *(tuple(i for i in range(8) if i != j) for j in (1, 3, 5))]
+    while not flags.done:
+        flags.observe({c: {3, 5} <= set(c) for c in flags.candidates()})
+    assert (flags.best, flags.complete, flags.rounds) == ((3, 5), True, 2)
+
+
+def test_a_focus_that_is_not_enough_then_the_others_are_tried() -> None:
+    found = FlagSearch(6, focus=(0, 1))
+    while not found.done:
+        found.observe({c: {1, 4} <= set(c) for c in found.candidates()})
+    assert (found.best, found.complete, found.rounds) == ((1, 4), True, 3)
 
 
 def test_what_a_single_addition_cannot_find_is_cut_short_with_the_best_seen() -> None:

@@ -9,6 +9,7 @@ the head, a fork per set. Bounded by ROUNDS and SECONDS: a search cut short says
 from __future__ import annotations
 
 import dataclasses
+import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -16,10 +17,19 @@ from pathlib import Path
 
 from app.analysis.core.model import Finding, MinimalArgs, Suite, SuiteResult
 from app.analysis.core.policy import Policy
-from app.analysis.verdict.minimal import Candidate, FlagSearch, Unit, contains, join, split_arguments
+from app.analysis.verdict.minimal import (
+    Candidate,
+    FlagSearch,
+    Unit,
+    contains,
+    join,
+    option,
+    split_arguments,
+)
 from app.engine.suite_validation import validate_revision
 from app.sandbox.interpreter import Interpreter
 
+log = logging.getLogger(__name__)
 ROUNDS = 8
 SECONDS = 60.0
 
@@ -75,7 +85,10 @@ def _start(finding: Finding, suites: Mapping[str, Suite], head: Mapping[str, Sui
     suite = min(rejected, key=lambda s: (len(split_arguments(s.argv)), s.id))
     units = split_arguments(suite.argv)
     argvs = [suites[s].argv for s in finding.suites if s in suites]
-    return _Search(finding, suite, units, FlagSearch(len(units)), argvs)
+    # the options every rejected suite passes are where the cause most likely is: tried first
+    common = set.intersection(*({option(unit) for unit in split_arguments(s.argv)} for s in rejected))
+    focus = tuple(index for index, unit in enumerate(units) if option(unit) in common)
+    return _Search(finding, suite, units, FlagSearch(len(units), focus=focus), argvs)
 
 
 def _at_line(result: SuiteResult, finding: Finding) -> bool:
@@ -91,7 +104,9 @@ def _round(running: list[_Search], validate: Validate) -> None:
             trial = f"{search.suite.id}~minimal-{number}-{index}"
             batch.append(dataclasses.replace(search.suite, id=trial, argv=join(search.units, candidate)))
             asked.append((search, candidate, trial))
+    started = time.monotonic()
     results = validate(batch)
+    log.info("minimal arguments: a round of %d sets in %.1f s", len(batch), time.monotonic() - started)
     for search in running:
         search.search.observe({candidate: trial in results and _at_line(results[trial], search.finding)
                                for owner, candidate, trial in asked if owner is search})

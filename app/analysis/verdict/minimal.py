@@ -39,10 +39,16 @@ def join(units: Sequence[Unit], kept: Candidate) -> tuple[str, ...]:
     return tuple(word for index in kept for word in units[index])
 
 
+def option(unit: Unit) -> str:
+    """The option an argument sets (`--lr` of `--lr 1e-5` and of `--lr=1e-5`), or its word."""
+    return unit[0].split("=", 1)[0]
+
+
 def contains(argv: Sequence[str], wanted: Sequence[Unit]) -> bool:
-    """Whether ARGV passes every argument of WANTED (an option with the same values)."""
-    have = set(split_arguments(argv))
-    return all(unit in have for unit in wanted)
+    """Whether ARGV passes every option of WANTED (with whatever values: suites differ in their ranks and
+    sizes, and the option is what the rejection is about)."""
+    have = {option(unit) for unit in split_arguments(argv)}
+    return all(option(unit) in have for unit in wanted)
 
 
 Phase = Literal["singles", "alone", "augment", "done"]
@@ -50,18 +56,30 @@ Phase = Literal["singles", "alone", "augment", "done"]
 
 @dataclass
 class FlagSearch:
-    """The search over COUNT arguments, all of which together are rejected (the suite's own argv)."""
+    """The search over COUNT arguments, all of which together are rejected (the suite's own argv).
+
+    FOCUS, when given, are the arguments likely to matter (those every rejected suite passes): the first
+    round also tries them alone, and when they are rejected alone the others are never tried one by one.
+    """
 
     count: int
+    focus: Candidate | None = None
     phase: Phase = "singles"
     kept: Candidate = ()  # the set the search stands on
     best: Candidate = ()  # the smallest set seen rejected
     complete: bool = False
     rounds: int = 0
+    universe: Candidate = ()  # the arguments the search draws from
+    _pending: Candidate = ()  # arguments still to be left out one at a time
+    _needed: Candidate = ()  # arguments whose absence ended the rejection
+    _fallback: Candidate | None = None  # where to go back to when leaving out every spare one fails
     _tried: set[Candidate] = field(default_factory=set)
 
     def __post_init__(self) -> None:
-        self.best = tuple(range(self.count))
+        self.best = self.universe = tuple(range(self.count))
+        if self.focus is not None and len(self.focus) >= self.count:
+            self.focus = None
+        self._pending = self.focus if self.focus is not None else self.universe
 
     @property
     def done(self) -> bool:
@@ -71,11 +89,12 @@ class FlagSearch:
         """The sets to try this round (none when the search is over)."""
         everything = tuple(range(self.count))
         if self.phase == "singles":
-            return [_without(everything, index) for index in everything]
+            focus = [self.focus] if self.focus is not None else []
+            return [*focus, *(_without(everything, index) for index in self._pending)]
         if self.phase == "alone":
             return [self.kept, *(_without(self.kept, index) for index in self.kept)]
         if self.phase == "augment":
-            return [tuple(sorted((*self.kept, index))) for index in everything if index not in self.kept]
+            return [tuple(sorted((*self.kept, index))) for index in self.universe if index not in self.kept]
         return []
 
     def observe(self, rejected: Mapping[Candidate, bool]) -> None:
@@ -93,7 +112,15 @@ class FlagSearch:
 
     def _after_singles(self, rejected: Mapping[Candidate, bool]) -> None:
         everything = tuple(range(self.count))
-        self.kept = tuple(index for index in everything if not rejected.get(_without(everything, index)))
+        self._needed += tuple(i for i in self._pending if not rejected.get(_without(everything, i)))
+        if self.focus is not None:
+            focus, self.focus = self.focus, None
+            if rejected.get(focus):  # the rest is not needed: the search stays within the focus
+                self.universe = focus
+            else:  # the focus is not enough: leave the others out one at a time too, next round
+                self._pending = tuple(i for i in everything if i not in focus)
+                return
+        self.kept = tuple(sorted(self._needed))
         if self.kept == everything:  # every argument is needed: the whole suite is minimal
             self.phase, self.complete = "done", True
         else:
@@ -102,13 +129,20 @@ class FlagSearch:
     def _after_alone(self, rejected: Mapping[Candidate, bool]) -> None:
         self._tried.add(self.kept)
         if not rejected.get(self.kept):
+            if self._fallback is not None:  # leaving out all the spare ones at once went too far
+                self.kept, self._fallback = self._fallback, None
+                return
             self.phase = "augment"
             return
-        smaller = [index for index in self.kept if rejected.get(_without(self.kept, index))]
-        if not smaller:
+        self._fallback = None
+        spare = [index for index in self.kept if rejected.get(_without(self.kept, index))]
+        if not spare:
             self.phase, self.complete, self.best = "done", True, self.kept
             return
-        self.kept = _without(self.kept, smaller[0])  # still rejected without it: look again from there
+        # each is spare alone: all of them at once most often too (else back to leaving out the first)
+        fallback = _without(self.kept, spare[0])
+        self.kept = tuple(index for index in self.kept if index not in spare)
+        self._fallback = fallback if len(spare) > 1 else None
         if self.kept in self._tried:
             self.phase = "done"
 
