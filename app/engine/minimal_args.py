@@ -65,8 +65,13 @@ def explain_rejections(findings: Sequence[Finding], suites: Sequence[Suite],
 
 def head_validator(head_tree: Path, policy: Policy, *, allow_unsandboxed: bool,
                    interpreter: Interpreter) -> Validate:
+    """The head's outcomes alone: no record mode (the search asks where a set is rejected, and record mode
+    would run every rejected set twice), no tracing."""
+    outcomes_only = policy.model_copy(update={"validation": policy.validation.model_copy(
+        update={"functions": []})})
+
     def validate(batch: list[Suite]) -> Mapping[str, SuiteResult]:
-        results, _ = validate_revision(head_tree, policy, batch, trace={},
+        results, _ = validate_revision(head_tree, outcomes_only, batch, trace={},
                                        allow_unsandboxed=allow_unsandboxed, interpreter=interpreter)
         return results
 
