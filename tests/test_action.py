@@ -132,7 +132,8 @@ def test_the_action_on_the_bundled_example_annotates_the_new_assert(tmp_path: Pa
     errors = [line for line in done.stdout.splitlines() if line.startswith("::error ")]
     assert errors == ["::error file=arguments.py,line=21,title=prtriage%3A new_rejection (in this diff)::"
                       "AssertionError: LoRA with --offload-train and --disable-weights-backuper is not "
-                      "supported (1 CI suite: ci/test_e2e.py#2)"]
+                      "supported; rejected because of `--colocate --disable-weights-backuper --lora-rank "
+                      "16`, 3 of 4 arguments; every listed suite passes these (1 CI suite: ci/test_e2e.py#2)"]
     assert done.stdout.splitlines()[0] == "BREAKS 1 existing CI suite (1 blocking finding)"
     summary = Path(runner.environment["GITHUB_STEP_SUMMARY"]).read_text()
     assert summary.startswith("earlier step\n### ❌ BREAKS 1 existing CI suite")  # appended, not replaced
