@@ -736,6 +736,12 @@ def resolve_policy(args: argparse.Namespace, base: Revision) -> tuple[Policy, Po
     return policy, origin
 
 
+def validated_by(policy: Policy) -> str:
+    if policy.validation.to_boundary:
+        return "each launch run to its training boundary"
+    return f"entry {policy.validation.entry}"
+
+
 def default_policy_hint(policy: Policy, origin: PolicyOrigin, args: argparse.Namespace) -> str:
     """When the default policy could not analyse: what it looks for, and the ways to a policy that fits."""
     if origin.source != "default":
@@ -746,7 +752,7 @@ def default_policy_hint(policy: Policy, origin: PolicyOrigin, args: argparse.Nam
                           for scripts, entry in launching)
     hint = (f"\n  This repository has no policy of its own ({REPO_POLICY} at the base) and "
             f"{why_default(origin)}: the default policy ({origin.path}) looks for {looks_for}, and for "
-            f"validation code in {', '.join(policy.validation.paths)} (entry {policy.validation.entry})."
+            f"validation code in {', '.join(policy.validation.paths)} ({validated_by(policy)})."
             "\n  Next steps:")
     hint += "".join(f"\n    {line}" for line in next_steps(origin, init_command_for(args)))
     if args.command is doctor_command:  # already where the last step would send them

@@ -100,6 +100,18 @@ def test_attributes_no_parser_defines_are_learned_where_they_are_read(tmp_path: 
     assert found.events == ()  # record mode ran with the same learned defaults
 
 
+def test_attributes_read_after_a_replaced_upstream_parser_are_marked_upstream(tmp_path: Path) -> None:
+    # The Megatron backend's arguments come from the replaced Megatron parser, which would have defined
+    # optimizer_cpu_offload: the read is the harness's blindness, not the repository's undefined option.
+    repo = make_twin(tmp_path, "assert not args.optimizer_cpu_offload\n")
+    found = results(run_sandboxed(repo, job([suite("megatron", QWEN),
+                                             suite("fsdp", f"--train-backend fsdp {QWEN}")])))
+    read = line_of(repo, ARGS, "assert not args.optimizer_cpu_offload")
+    stood_in = LearnedAttribute("optimizer_cpu_offload", ARGS, read, upstream=True)
+    assert found["megatron"].learned == (stood_in,)
+    assert found["fsdp"].learned == (LearnedAttribute("optimizer_cpu_offload", ARGS, read, upstream=False),)
+
+
 def test_the_suite_environment_reaches_validation(tmp_path: Path) -> None:
     repo = make_twin(tmp_path, """\
         if os.environ.get("MILES_STRICT") == "1":

@@ -142,18 +142,19 @@ def test_removed_flag_blocks_the_suite_that_still_passes_it(check: Checker, mile
     assert passing == [SHORT_GSM8K]
 
 
-def test_reading_an_undefined_option_blocks_every_suite_at_the_read(check: Checker, miles_repo: Path) -> None:
+def test_reading_an_option_the_replaced_upstream_parser_may_define_is_blindness(check: Checker,
+                                                                               miles_repo: Path) -> None:
+    # Megatron's parser is replaced here (absent upstream): `no_such_option` may be one of its options
+    # (radixark/miles, July 2026: `optimizer_cpu_offload` blocked falsely), so the read is counted in the
+    # health, not reported as "reads args.X, which no parser defines".
     status, report = check("attribute_error")
-    assert status == 1
+    assert status == 0
     assert_contract(report, miles_repo, "attribute_error")
     assert_full_capture(report)
+    assert by_severity(report, "blocking") == [] and by_severity(report, "warning") == []
+    assert report["health"]["could_analyse"] is True
+    assert report["health"]["stubbed_parser_reads"] == ["no_such_option"]
     line = line_of(miles_repo, "attribute_error", ARGUMENTS, ATTRIBUTE_READ)
-    [finding] = by_severity(report, "blocking")
-    assert finding["kind"] == "new_rejection"
-    assert (finding["suites"], finding["scripts"]) == (sorted(ALL_SUITES), sorted(SCRIPTS))
-    assert (finding["path"], finding["line"], finding["in_diff"]) == (ARGUMENTS, line, True)
-    assert "no_such_option" in finding["message"]
-    assert by_severity(report, "warning") == []
     # the guarded body can only be reported as unreached, never as a finding of its own
     for info in by_severity(report, "info"):
         assert (info["kind"], info["path"], info["line"]) == ("not_exercised", ARGUMENTS, line + 1)

@@ -241,4 +241,5 @@ def _text(path: Path) -> str | None:
 
 def policy_label(policy: Policy) -> str:
     """How `prtriage env list` names the policies that used an environment: by what it validates."""
-    return f"{policy.validation.entry} ({', '.join(policy.validation.paths[:2])})"
+    validated = "launches to their boundary" if policy.validation.to_boundary else policy.validation.entry
+    return f"{validated} ({', '.join(policy.validation.paths[:2])})"

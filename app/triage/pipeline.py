@@ -65,7 +65,7 @@ from app.store.session import session_scope
 from app.store.windows import SYSTEM_ACTOR
 from app.triage import risk_windows
 from app.triage.command_runner import PullComment, run_comment
-from app.triage.identity import IdentityRefused, check_identity
+from app.triage.identity import IdentityRefused, check_identity, check_installation
 from app.triage.job_payloads import (
     ClosedJob,
     CommandJob,
@@ -284,11 +284,14 @@ def _command_job(services: Services, guid: str, job: CommandJob) -> list[int]:
 
 
 def _installation_job(services: Services, guid: str, job: InstallationJob) -> list[int]:
+    stale = check_installation(services, job)
     with services.writing() as session:
         upsert_installation(session, installation_id=job.installation_id, account_login=job.account_login,
                             account_type=job.account_type, state=job.state)
         for listed, removed in ((job.added, False), (job.removed, True)):
             for repo in listed:
+                if repo.id in stale:  # another installation's now: its row is not this delivery's
+                    continue
                 if not repo.full_name:  # removed, and GitHub left its name out
                     mark_repository_removed(session, repository_id=repo.id)
                     continue

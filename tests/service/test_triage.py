@@ -172,6 +172,20 @@ def test_a_triage_that_cannot_run_completes_its_check_as_action_required_with_th
     assert fake.comments_on(MILES, 16) == []
 
 
+def test_without_a_sandbox_the_check_completes_action_required_never_neutral(
+        service: Service, miles: FakeGitHub, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # what a container started without the sandbox's security options amounts to (Dockerfile, compose.yaml)
+    monkeypatch.setenv("PRTRIAGE_BWRAP", str(tmp_path / "no-bwrap-here"))
+    miles.add_pull(MILES, 18, head_sha=INCIDENT, base_sha=BASE, files=[ARGUMENTS])
+    deliver(service, miles, "opened", 18, INCIDENT)
+    service.drain()
+    [check] = miles.check_runs(MILES)
+    assert (check.status, check.conclusion, check.output["title"]) == (
+        "completed", "action_required", "Triage could not run")
+    assert "bubblewrap not found" in check.output["summary"]
+    assert [(run.status, run.conclusion) for run in service.runs()] == [("failed", "action_required")]
+
+
 def test_an_analysis_environment_that_cannot_be_built_completes_the_check_action_required(
         service: Service, miles: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The base's policy asks for a package no index has: the check run says it is preparing the

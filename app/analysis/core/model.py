@@ -114,6 +114,7 @@ class LearnedAttribute:
     name: str
     path: str | None
     line: int | None
+    upstream: bool = False  # a stubbed or replaced upstream parser ran: it may define the attribute
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,9 @@ class Ledger:
         self.tolerated_flags: dict[str, None] = {}  # ordered set
         self.learned: dict[str, Any] = {}
         self.learned_at: dict[str, tuple[str | None, int | None]] = {}
+        # an upstream parser stood in for (replaced, or fed to absent code) parsed in this run: what no
+        # parser defined may be what it would have, so a read of it is blindness, not the repository's
+        self.upstream_stood_in = False
 
     def known_flags(self, argv: Iterable[str]) -> list[str]:
         """Option words of `argv` (`--x=v` counts as `--x`) that some parser of this run defined."""
@@ -70,6 +73,8 @@ def install_argparse_patches(repo: str, attribute_defaults: dict[str, Any]) -> N
 
     def parse_known_args(self: argparse.ArgumentParser, args: Any = None, namespace: Any = None) -> Any:
         ledger.defined_options.update(self._option_string_actions)
+        if stubs.fed_absent_code(self):
+            ledger.upstream_stood_in = True
         return real_parse_known_args(self, args, namespace)
 
     real_parse_args = argparse.ArgumentParser.parse_args
@@ -321,6 +326,7 @@ def _argparse_with_provider(provider_kwarg: str, defaults: dict[str, Any]) -> Ca
     strictly, every other flag is set generically."""
 
     def parse_args(*args: Any, **kwargs: Any) -> argparse.Namespace:
+        ledger.upstream_stood_in = True
         provider = kwargs.get(provider_kwarg)
         if provider is None and args and callable(args[0]):
             provider = args[0]
