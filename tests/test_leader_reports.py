@@ -201,7 +201,9 @@ def test_a_silent_pipe_past_the_deadline_is_none(leader: ModuleType) -> None:
 def test_a_deadline_already_passed_is_none_at_once(leader: ModuleType) -> None:
     read_fd, write_fd = os.pipe()
     try:
+        started = time.monotonic()
         assert list(leader._lines(read_fd, leader._Deadline(-5))) == [None]
+        assert time.monotonic() - started < 0.5
     finally:
         os.close(read_fd)
         os.close(write_fd)
@@ -243,15 +245,28 @@ def test_a_process_that_raises_ends_with_70_and_its_traceback(leader: ModuleType
 
 
 def test_only_the_tail_of_a_long_stderr_is_kept(leader: ModuleType) -> None:
+    written = b"".join(b"line %d\n" % n for n in range(1000)) + "the last words \u00e9".encode() + b"\xff"
+
     def work(send: Callable[[dict[str, Any]], None]) -> None:
-        os.write(2, b"early " * 2000 + "the last words \u00e9".encode() + b"\xff")
+        os.write(2, written)
         os._exit(3)
 
     ended, _, _ = follow(leader, work, "a")
-    prefix = "the group leader exited with status 3: "
-    assert ended.reason.startswith(prefix) and ended.reason.endswith("the last words \u00e9\ufffd")
-    assert len(ended.reason) - len(prefix) <= leader.STDERR_TAIL_BYTES
-    assert len(ended.reason) - len(prefix) >= leader.STDERR_TAIL_BYTES - 10
+    tail = written[-leader.STDERR_TAIL_BYTES:].decode("utf-8", "replace").strip()
+    assert ended.reason == f"the group leader exited with status 3: {tail}"
+    assert tail.endswith("the last words \u00e9\ufffd") and tail.startswith("9\nline 780")
+
+
+def test_a_short_stderr_is_kept_whole(leader: ModuleType) -> None:
+    def work(send: Callable[[dict[str, Any]], None]) -> None:
+        os.write(2, b"boom")
+        os._exit(3)
+
+    assert follow(leader, work, "a")[0].reason == "the group leader exited with status 3: boom"
+
+
+def test_without_a_stderr_file_the_reason_is_alone(leader: ModuleType) -> None:
+    assert leader._with_tail("the reason", 2**22 + 12345) == "the reason"
 
 
 def test_a_killed_process_is_described_by_its_signal(leader: ModuleType) -> None:
@@ -270,6 +285,28 @@ def test_a_process_silent_before_ready_is_killed_as_busy(leader: ModuleType) -> 
     ended, _, pending = follow(leader, work, "a", stall=0.5)
     assert ended.reason == "timed out importing" and ended.phase == "started"
     assert time.monotonic() - started < 30 and list(pending) == ["a"]
+
+
+def state_of(pid: int) -> str:
+    """A process's state letter (Z: a zombie, dead and not yet reaped)."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+def test_a_stalled_process_is_killed_not_left_running(leader: ModuleType) -> None:
+    def work(send: Callable[[dict[str, Any]], None]) -> None:
+        send({"kind": "failed", "suite_id": "pid", "reason": str(os.getpid())})
+        time.sleep(60)
+
+    _, runner, _ = follow(leader, work, "pid", stall=0.5)
+    pid = int(runner.failures[0][1])
+    try:
+        deadline = time.monotonic() + 10
+        while state_of(pid) != "Z" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert state_of(pid) == "Z"
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
 
 
 def test_a_process_silent_after_ready_is_killed_as_stalled(leader: ModuleType) -> None:
@@ -364,10 +401,10 @@ def test_a_leader_that_dies_before_importing_fails_its_suites_with_why(leader: M
 
 def test_run_leader_gives_the_import_room_beyond_one_suite(leader: ModuleType,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(leader, "GRACE_SECONDS", 0.25)
+    monkeypatch.setattr(leader, "GRACE_SECONDS", 1.0)
 
     def open_revision(first: dict[str, Any]) -> Any:
-        time.sleep(0.3)  # past suite_seconds + one grace, within suite_seconds + two
+        time.sleep(1.5)  # past suite_seconds + one grace, within suite_seconds + two
         os._exit(0)
 
     runner = Runner(leader)
@@ -376,7 +413,8 @@ def test_run_leader_gives_the_import_room_beyond_one_suite(leader: ModuleType,
     slow = Runner(leader)
 
     def slower(first: dict[str, Any]) -> Any:
-        time.sleep(5)
+        time.sleep(2.6)  # past suite_seconds + two graces, within three
+        os._exit(0)
 
     leader._run_leader([suite("a")], slower, 1, 0.1, slow.report)
     assert slow.failures == [("a", "timed out importing the revision")]
@@ -481,3 +519,32 @@ def test_a_silent_warm_leader_is_timed_out_warming_up(leader: ModuleType,
     ended = leader._run_warm_leader(leader.Group([suite("a")]), None, 1, 0.1, runner.report, sent.append)
     assert runner.failures == [("a", "the group leader exited with status 0")]
     assert ended.phase == "started" and len(sent) == 2
+
+
+def test_a_leader_that_dies_after_importing_fails_only_its_own_environment(
+        leader: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    def body(suites: list[dict[str, Any]], send: Callable[[dict[str, Any]], None]) -> None:
+        send({"kind": "ready", "declined": []})
+        os._exit(3)
+
+    monkeypatch.setattr(leader, "_lead", lambda suites, opening, workers, seconds, send: body(suites, send))
+    runner = Runner(leader)
+    declined = leader._run_leader([suite("a", MODE="x"), suite("b", MODE="y")], None, 1, 10.0, runner.report)
+    # it imported: every suite it was given was its own, whatever the environment
+    assert declined == [] and runner.import_failures == []
+    assert runner.failures == [("a", "the group leader exited with status 3"),
+                               ("b", "the group leader exited with status 3")]
+
+
+def test_a_warm_leader_without_warm_up_that_stalls_is_timed_out_warming_up(
+        leader: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(leader, "GRACE_SECONDS", 0.2)
+
+    def body(group: Any, send: Callable[[dict[str, Any]], None]) -> None:
+        time.sleep(60)
+
+    in_place_of_warm_lead(leader, monkeypatch, body)
+    runner = Runner(leader)
+    leader._run_warm_leader(leader.Group([suite("a")], warm_up=False), None, 1, 0.1, runner.report,
+                            lambda message: None)
+    assert runner.failures == [("a", "timed out warming up")]

@@ -106,8 +106,9 @@ AFTER = "def f(a):\n    b = a + 1\n    return b\n"
 
 
 def test_only_python_validation_code_of_the_head_is_traced() -> None:
-    base = {"pkg/a.py": BEFORE, "pkg/data.json": "[1]\n", "tools/t.py": BEFORE, "pkg/gone.py": BEFORE}
-    head = {"pkg/a.py": AFTER, "pkg/data.json": "[2]\n", "tools/t.py": AFTER}
+    # the notes are validation paths but not Python (nor parseable as Python: all their lines would count)
+    base = {"pkg/a.py": BEFORE, "pkg/notes.txt": "a note\n", "tools/t.py": BEFORE, "pkg/gone.py": BEFORE}
+    head = {"pkg/a.py": AFTER, "pkg/notes.txt": "another note\n", "tools/t.py": AFTER}
     diff = diff_trees(base, head)
     assert trace_lines(diff, POLICY, head) == {"pkg/a.py": [2, 3]}
 

@@ -363,3 +363,19 @@ def test_the_references_a_merge_stores(services: Services, fake: FakeGitHub) -> 
         rows = session.query(Reference).order_by(Reference.target_number).all()
         stored = [(r.target_number, r.kind, r.state) for r in rows]
     assert stored == [(55, "closes", None), (2204, "followup", "open")]
+
+
+def test_a_window_closes_when_its_last_pr_merges_after_its_issue_was_completed(services: Services,
+                                                                              fake: FakeGitHub) -> None:
+    fake.add_pull(REPO, 2204, head_sha=sha("a"), base_sha=BASE)
+    fake.add_issue(REPO, 55)
+    merge(fake, 2170, body="Follow-up #2204 will add the fail-fast. Depends on #55.")
+    opened = merged_delivery(services, fake, 2170).opened
+    assert opened is not None
+    assert sorted(a["ref"] for a in timeline(services, opened)["awaiting"]) == [f"{REPO}#2204", f"{REPO}#55"]
+    fake.add_issue(REPO, 55, state="closed", state_reason="completed")
+    resync.resync(services)  # records the issue as completed; the window still awaits #2204
+    assert timeline(services, opened)["state"] == "open"
+    merge(fake, 2204)
+    assert merged_delivery(services, fake, 2204).closed == [opened]
+    assert timeline(services, opened)["close_reason"] == "follow-up #2204 merged"
