@@ -23,7 +23,7 @@ from pathlib import Path
 
 from needs import working_sandbox
 
-from app.analysis.core.policy import Policy
+from app.analysis.core.policy import Policy, RecordLaunches, WorkflowSteps, load_policy
 from app.engine.matrix_capture import capture_matrix
 
 RLINF_WORKFLOW = """
@@ -342,3 +342,13 @@ def test_nemo_rl_matrix_rows_reach_their_scripts_through_the_shared_composite_ac
     # `with:` reaches the action's env, the calling step's env reaches the action's steps
     assert by_id[sft].env == {"GHA_RUNNER": "h100", "NRL_FORCE_REBUILD_VENVS": "false"}
     assert (matrix.scripts, matrix.failed, matrix.no_entry) == (3, (), ())
+
+
+def test_the_example_policies_for_these_shapes_load_with_the_sources_their_twins_exercise() -> None:
+    examples = Path(__file__).resolve().parents[1] / "examples" / "capture"
+    nemo_rl = load_policy(examples / "nemo-rl.yml").matrix.sources[0]
+    assert isinstance(nemo_rl, RecordLaunches)
+    assert nemo_rl.scripts == ["tests/functional/L1_Functional_Tests_*.sh"]
+    assert nemo_rl.command == ["bash", "{script}"]
+    rlinf = load_policy(examples / "rlinf.yml").matrix.sources[0]
+    assert isinstance(rlinf, WorkflowSteps) and rlinf.scripts == ["tests/e2e_tests/**/*.sh"]
