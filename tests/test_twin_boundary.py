@@ -438,6 +438,19 @@ import sys
 import torch
 import torch.distributed as dist
 
+
+
+@torch.jit.script  # TorchScript cannot compile **options: it would raise here, at import
+def scaled(x, **options):
+    return x
+
+
+@torch.compile(mode="max-autotune")
+def fused(x):
+    return x * 2
+
+
+assert fused(scaled(3)) == 6  # compilers applied at import leave the functions as written
 model = torch.nn.Linear(2, 2)
 x = torch.zeros(2)
 assert x.to(torch.float16).dtype == torch.float16  # no device named: the call goes through
