@@ -69,6 +69,9 @@ class Replacement(_Strict):
     value: Any = Field(None, description="return_value: the JSON value returned.")
     only_if_missing: bool = Field(True, description="Replace only when the target's top-level module is "
                                                     "absent and stubbed (the usual case for upstream code).")
+    required: bool = Field(False, description="A target this revision lacks (its module or attribute "
+                           "does not exist yet, or no longer) fails the revision; default: it is skipped and "
+                           "counted in the health as drift.")
 
     _target = field_validator("target")(_check_target)
 
