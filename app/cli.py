@@ -670,7 +670,7 @@ def resolve_policy(explicit: Path | None, base: Revision, repo: Path | None) -> 
 def validated_by(policy: Policy) -> str:
     if policy.validation.to_boundary:
         return "each launch run to its training boundary"
-    return f"entry {policy.validation.entry}"
+    return f"entry {' or '.join(policy.validation.entries)}"
 
 
 def default_policy_hint(policy: Policy, args: argparse.Namespace) -> str:

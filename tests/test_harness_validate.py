@@ -359,3 +359,18 @@ def test_a_replacement_target_this_revision_lacks_is_drift_unless_required(tmp_p
     [fatal] = [m for m in messages if m["type"] == "fatal"]
     assert "replacement target 'miles.utils.rollout_tools:max_lora_rank' cannot be reached" in fatal["reason"]
     assert results(messages)["plain"].outcome.outcome == "error"
+
+
+def test_the_first_entry_alternative_that_imports_at_a_revision_is_the_entry(tmp_path: Path) -> None:
+    # Megatron-LM: the policy's entry did not exist yet at older revisions of the held-out history
+    repo = make_twin(tmp_path)
+    policy = miles_policy()
+    renamed = "miles.utils.config:parse_and_validate"  # a later revision's name
+    policy["validation"]["entry"] = [renamed, "miles.utils.arguments:parse_args"]
+    found = results(run_sandboxed(repo, job([suite("plain", QWEN)], policy)))["plain"]
+    assert found.outcome == Outcome("accepted")
+    policy["validation"]["entry"] = [renamed, "miles.utils.arguments:nowhere"]
+    messages = run_sandboxed(repo, job([suite("plain", QWEN)], policy))
+    [fatal] = [m for m in messages if m["type"] == "fatal"]
+    assert "miles.utils.config:parse_and_validate does not import" in fatal["reason"]
+    assert "miles.utils.arguments:nowhere does not import" in fatal["reason"]
