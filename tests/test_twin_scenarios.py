@@ -34,9 +34,10 @@ from twin.variants import (
     UNREACHED_ASSERT,
 )
 
-REPORT_KEYS = {"base", "head", "validation_changed", "suites", "findings", "capture", "timing", "health"}
+REPORT_KEYS = {"base", "head", "validation_changed", "suites", "findings", "capture", "timing", "health",
+               "policy"}
 SUITE_KEYS = {"id", "script", "argv", "base", "head"}
-FINDING_KEYS = {"kind", "severity", "scripts", "suites", "path", "line", "in_diff", "message"}
+FINDING_KEYS = {"kind", "severity", "scripts", "suites", "path", "line", "in_diff", "message", "minimal_args"}
 NOISE_OPEN = '"generation_config.json")) as f:'
 
 
@@ -99,6 +100,11 @@ def test_incident_blocks_exactly_the_five_lora_colocate_suites(check: Checker, m
     combo = {"--colocate", "--disable-weights-backuper", "--lora-rank"}
     passing = sorted(suite["id"] for suite in report["suites"] if combo <= set(suite["argv"]))
     assert passing == sorted(LORA_COLOCATE_SUITES)
+    # and the search in the sandbox finds that combination (with what the suites need to reach the assert)
+    minimal = finding["minimal_args"]
+    assert minimal["complete"] is True and minimal["every_suite_passes"] is True, minimal
+    assert combo <= set(minimal["args"]), minimal
+    assert (report["policy"]["source"], report["policy"]["path"]) == ("option", str(MILES_POLICY))
     base, head = outcomes(report, "base"), outcomes(report, "head")
     assert {suite: base[suite]["outcome"] for suite in ALL_SUITES} == dict.fromkeys(ALL_SUITES, "accepted")
     for suite in ALL_SUITES:

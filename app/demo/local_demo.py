@@ -158,7 +158,9 @@ def drive(fake: FakeGitHub, settings: Settings, shas: tuple[str, str], outcome: 
         outcome.done.set()
 
 
-def report(outcome: Outcome, settings: Settings, say: Say) -> None:
+def report(outcome: Outcome, settings: Settings, say: Say, *, serving: bool) -> None:
+    """What the App posted; the dashboard's address only while SERVING (with --once the service stops as
+    soon as this is printed, and an address that answers nothing would be a dead end)."""
     if outcome.error is not None or outcome.check is None:
         say(f"no result: {outcome.error}")
         return
@@ -171,8 +173,9 @@ def report(outcome: Outcome, settings: Settings, say: Say) -> None:
         say("no comment was posted")
     else:
         say(f"the sticky comment on {REPO}#{NUMBER}:\n\n{textwrap.indent(outcome.comment.strip(), '    ')}\n")
-    say(f"the dashboard: http://127.0.0.1:{settings.port}/ (risk windows), "
-        f"http://127.0.0.1:{settings.port}/runs (this run, its suites and findings)")
+    if serving:
+        say(f"the dashboard: http://127.0.0.1:{settings.port}/ (risk windows), "
+            f"http://127.0.0.1:{settings.port}/runs (this run, its suites and findings)")
 
 
 def analysed(check: FakeCheckRun | None) -> bool:
@@ -200,8 +203,9 @@ def run(port: int, *, once: bool, say: Say) -> int:
 
             def then_report() -> None:
                 drive(fake, settings, shas, outcome, stopped, say)
-                report(outcome, settings, say)
-                if once or not analysed(outcome.check):
+                serving = not once and analysed(outcome.check)
+                report(outcome, settings, say, serving=serving)
+                if not serving:
                     os.kill(os.getpid(), signal.SIGTERM)  # serve stops as on Ctrl-C
                 else:
                     say("the service keeps running: Ctrl-C stops the demo")

@@ -14,13 +14,14 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy.orm import Session
 
 from app.analysis.core.model import Finding
-from app.analysis.core.policy import Policy, PolicyError, builtin_policy, load_policy, parse_policy
+from app.analysis.core.policy import Policy, PolicyError, load_policy, parse_policy
+from app.analysis.core.policy_origin import PolicyOrigin, base_origin, builtin_for
 from app.analysis.verdict.render import report_json
 from app.analysis.verdict.report import CheckReport
 from app.engine.check_steps import AnalysisError, Progress, run_check
@@ -64,7 +65,7 @@ from app.store.session import session_scope
 from app.store.windows import SYSTEM_ACTOR
 from app.triage import risk_windows
 from app.triage.command_runner import PullComment, run_comment
-from app.triage.identity import IdentityRefused, check_identity
+from app.triage.identity import IdentityRefused, check_identity, check_installation
 from app.triage.job_payloads import (
     ClosedJob,
     CommandJob,
@@ -283,11 +284,14 @@ def _command_job(services: Services, guid: str, job: CommandJob) -> list[int]:
 
 
 def _installation_job(services: Services, guid: str, job: InstallationJob) -> list[int]:
+    stale = check_installation(services, job)
     with services.writing() as session:
         upsert_installation(session, installation_id=job.installation_id, account_login=job.account_login,
                             account_type=job.account_type, state=job.state)
         for listed, removed in ((job.added, False), (job.removed, True)):
             for repo in listed:
+                if repo.id in stale:  # another installation's now: its row is not this delivery's
+                    continue
                 if not repo.full_name:  # removed, and GitHub left its name out
                     mark_repository_removed(session, repository_id=repo.id)
                     continue
@@ -424,8 +428,8 @@ def analyse(services: Services, client: GitHubClient, target: RunTarget,
     validation path, else from both source trees through the sandboxed engine; plus the findings of the
     PR's text (unmerged prerequisites and follow-ups, what a revert re-opens or fixes)."""
     pull = client.get_pull(target.owner, target.repo, target.number)
-    policy = policy_at_base(client, target.owner, target.repo, target.base_sha)
-    report = _validation_report(services, client, target, pull, policy, progress)
+    policy, origin = policy_at_base(client, target.owner, target.repo, target.base_sha)
+    report = replace(_validation_report(services, client, target, pull, policy, progress), policy=origin)
     return with_findings(report, _text_findings(services, client, target, pull, policy))
 
 
@@ -471,8 +475,10 @@ def compared_base(client: GitHubClient, target: RunTarget) -> str:
         return target.base_sha
 
 
-def policy_at_base(client: GitHubClient, owner: str, repo: str, base_sha: str) -> Policy:
-    """The repository's own policy at the BASE sha, else the built-in one for it, else the default."""
+def policy_at_base(client: GitHubClient, owner: str, repo: str,
+                   base_sha: str) -> tuple[Policy, PolicyOrigin]:
+    """The repository's own policy at the BASE sha, else the built-in one for it, else the default; with
+    where it came from (the report says it)."""
     data = client.get_file(owner, repo, REPO_POLICY, base_sha)
     if data is None:
         return _builtin(owner, repo)
@@ -481,13 +487,14 @@ def policy_at_base(client: GitHubClient, owner: str, repo: str, base_sha: str) -
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise PolicyError(f"{source}: not UTF-8 text") from None
-    return parse_policy(text, source)
+    return parse_policy(text, source), base_origin(f"{owner}/{repo}")
 
 
 @functools.lru_cache(maxsize=256)
-def _builtin(owner: str, repo: str) -> Policy:
+def _builtin(owner: str, repo: str) -> tuple[Policy, PolicyOrigin]:
     """The built-in policy for OWNER/REPO (parsed once: policies/ is part of the installed code)."""
-    return load_policy(builtin_policy(owner, repo))
+    path, origin = builtin_for(f"{owner}/{repo}", "the pull request")
+    return load_policy(path), origin
 
 
 def _publish(services: Services, client: GitHubClient, target: RunTarget, check_run_id: int,

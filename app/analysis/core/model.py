@@ -156,6 +156,28 @@ FindingKind = Literal["new_rejection", "removed_flag", "newly_tolerated_flag", "
 
 
 @dataclass(frozen=True)
+class MinimalArgs:
+    """The smallest set of one suite's arguments the head still rejects at a finding's line (the base
+    accepts the whole suite): why the suites break (app/analysis/verdict/minimal.py)."""
+
+    args: tuple[str, ...]  # the arguments' words, in the suite's order
+    count: int  # how many arguments (an option with its values is one) the set has
+    of: int  # ... of how many the suite passes
+    suite: str  # the suite it was searched on
+    complete: bool  # False: the search was cut short, ARGS is the smallest set seen rejected
+    every_suite_passes: bool  # every suite of the finding passes all of ARGS
+
+    def to_json(self) -> dict[str, Any]:
+        return {"args": list(self.args), "count": self.count, "of": self.of, "suite": self.suite,
+                "complete": self.complete, "every_suite_passes": self.every_suite_passes}
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> MinimalArgs:
+        return cls(args=tuple(raw["args"]), count=int(raw["count"]), of=int(raw["of"]), suite=raw["suite"],
+                   complete=bool(raw["complete"]), every_suite_passes=bool(raw["every_suite_passes"]))
+
+
+@dataclass(frozen=True)
 class Finding:
     kind: FindingKind
     severity: Severity
@@ -165,14 +187,18 @@ class Finding:
     path: str | None = None
     line: int | None = None
     in_diff: bool = False
+    minimal_args: MinimalArgs | None = None  # a new rejection's cause among the suites' arguments
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "severity": self.severity, "scripts": list(self.scripts),
                 "suites": list(self.suites), "path": self.path, "line": self.line, "in_diff": self.in_diff,
-                "message": self.message}
+                "message": self.message,
+                "minimal_args": self.minimal_args.to_json() if self.minimal_args is not None else None}
 
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> Finding:
+        minimal = raw.get("minimal_args")
         return cls(kind=raw["kind"], severity=raw["severity"], message=raw["message"],
                    scripts=tuple(raw.get("scripts", ())), suites=tuple(raw.get("suites", ())),
-                   path=raw.get("path"), line=raw.get("line"), in_diff=bool(raw.get("in_diff")))
+                   path=raw.get("path"), line=raw.get("line"), in_diff=bool(raw.get("in_diff")),
+                   minimal_args=MinimalArgs.from_json(minimal) if minimal else None)

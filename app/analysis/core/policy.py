@@ -542,10 +542,25 @@ def parse_policy(text: str, source: str) -> Policy:
     except RecursionError:
         raise PolicyError(f"{source}: nested too deeply to be a policy") from None
     except ValidationError as exc:
-        first = exc.errors()[0]
-        key = location(first, Policy) or "(top level)"
-        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        raise PolicyError(f"{source}: {key}: {describe(first, Policy)}{more}") from None
+        raise PolicyError(policy_problems(source, exc)) from None
+
+
+def policy_problems(source: str, error: ValidationError) -> str:
+    """Every problem of a policy, one a line, unknown keys first: a misspelt key also makes the key it
+    meant "missing", and the did-you-mean is what tells the author which of the two to fix."""
+    said = [(f"{location(e, Policy) or '(top level)'}: {describe(e, Policy)}", e["type"])
+            for e in error.errors()]
+    lines = [line for line, kind in sorted(said, key=lambda pair: _typo_rank(*pair))]
+    if len(lines) == 1:
+        return f"{source}: {lines[0]}"
+    return f"{source}: {len(lines)} problems:" + "".join(f"\n  {line}" for line in lines)
+
+
+def _typo_rank(line: str, kind: str) -> int:
+    """0 a misspelt key (it has a did-you-mean), 1 another unknown key, 2 any other problem."""
+    if kind != "extra_forbidden":
+        return 2
+    return 0 if "did you mean" in line else 1
 
 
 def load_policy(path: Path) -> Policy:
