@@ -739,7 +739,7 @@ def resolve_policy(args: argparse.Namespace, base: Revision) -> tuple[Policy, Po
 def validated_by(policy: Policy) -> str:
     if policy.validation.to_boundary:
         return "each launch run to its training boundary"
-    return f"entry {policy.validation.entry}"
+    return f"entry {' or '.join(policy.validation.entries)}"
 
 
 def default_policy_hint(policy: Policy, origin: PolicyOrigin, args: argparse.Namespace) -> str:

@@ -153,6 +153,9 @@ def test_the_installed_command_too(argv: list[str], env: dict[str, str], named: 
      .replace("unknwon_", "unknown_"),
      "validation: entry: a validator must be named (`package.module:function`) unless each launch runs to "
      "its training boundary (mode: boundary)"),
+    (MISSPELT_POLICY.replace('entry: "arguments:parse_args"', 'entry: ["arguments:parse_args", "bad"]')
+     .replace("unknwon_", "unknown_"),
+     "validation.entry: expected 'package.module:attribute', got 'bad'"),
     (MISSPELT_POLICY.replace("suites: []", "suites: [{argv: []}]").replace("unknwon_", "unknown_"),
      "matrix.sources[0].suites[0].id: required, missing"),
 ])

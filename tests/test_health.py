@@ -90,6 +90,15 @@ def test_a_base_failing_every_suite_with_one_error_the_head_fixes_is_suspect() -
     assert not partly.suspect_base
 
 
+def test_replacement_targets_the_base_lacks_are_listed_once_as_drift() -> None:
+    m = matrix(3)
+    skipped = "pkg.later:helper: ModuleNotFoundError: No module named 'pkg.later'"
+    base = {s.id: SuiteResult(s.id, ACCEPTED, drift=(skipped,)) for s in m.suites}
+    health = assess(m, base, {}, {})
+    assert health.could_analyse and health.drift == (skipped,)
+    assert health.to_json()["drift"] == [skipped]
+
+
 def test_reads_of_what_a_stubbed_parser_may_define_are_counted_as_blindness() -> None:
     m = matrix(2)
     [first, second] = [s.id for s in m.suites]
@@ -214,7 +223,7 @@ def test_json_of_a_healthy_analysis_is_complete() -> None:
         "errors": [{**NO_FILE.to_json(), "count": 1}],
         "base_failures": [{"suite": "s2", **NO_FILE.to_json()}],
         "fixed_at_head": 1, "suspect_base": False, "lines_changed": True, "lines_reached": True,
-        "stubbed_parser_reads": [],
+        "stubbed_parser_reads": [], "drift": [],
     }
 
 

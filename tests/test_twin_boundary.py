@@ -13,9 +13,13 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import yaml
 from analysis_envs import environment_of
 from harness_twin import job, line_of, results, run_sandboxed
-from twin.cli import prtriage
+from twin import line_of as twin_line_of
+from twin.cli import MILES_POLICY, prtriage
+from twin.expected import LORA_COLOCATE_SUITES
+from twin.variants import ARGUMENTS, INCIDENT_ASSERT
 
 from app.analysis.core.model import Outcome
 from app.analysis.core.policy import Harness, Limits, Policy
@@ -438,6 +442,19 @@ import sys
 import torch
 import torch.distributed as dist
 
+
+
+@torch.jit.script  # TorchScript cannot compile **options: it would raise here, at import
+def scaled(x, **options):
+    return x
+
+
+@torch.compile(mode="max-autotune")
+def fused(x):
+    return x * 2
+
+
+assert fused(scaled(3)) == 6  # compilers applied at import leave the functions as written
 model = torch.nn.Linear(2, 2)
 x = torch.zeros(2)
 assert x.to(torch.float16).dtype == torch.float16  # no device named: the call goes through
@@ -474,3 +491,25 @@ def test_real_cpu_torch_stops_at_device_work_and_process_groups(tmp_path: Path) 
                      "broken": "a broken config"}
     assert found["zeros"].line == line_of(repo, "train.py", 'torch.zeros(2, device="cuda")')
     assert found["broken"].outcome == "rejected"
+
+
+def test_the_incident_is_caught_by_running_the_miles_launches_to_their_boundary(
+        miles_repo: Path, prtriage_cache: Path, tmp_path: Path) -> None:
+    # The twin's policy without its validator: train.py runs as CI starts it, parse_args and all, until
+    # its placement group; the incident's assert rejects the same five suites at the same line.
+    policy = yaml.safe_load(MILES_POLICY.read_text())
+    policy["validation"]["mode"] = "boundary"
+    written = tmp_path / "boundary.yml"
+    written.write_text(yaml.safe_dump(policy))
+    run = prtriage("check", "--repo", str(miles_repo), "--base", "main", "--head", "incident", "--policy",
+                   str(written), "--format", "json", cache_dir=prtriage_cache)
+    assert run.returncode == 1, run.describe()
+    report = run.json()
+    [finding] = [f for f in report["findings"] if f["severity"] == "blocking"]
+    assert (finding["kind"], sorted(finding["suites"])) == ("new_rejection", sorted(LORA_COLOCATE_SUITES))
+    assert (finding["path"], finding["line"]) == (
+        ARGUMENTS, twin_line_of(miles_repo, "incident", ARGUMENTS, INCIDENT_ASSERT))
+    assert report["health"]["base"]["accepted_share"] == 1.0
+    stops = {suite["base"]["message"] for suite in report["suites"]}
+    assert stops == {"reached the training boundary ray.util.placement_group (a Ray cluster or actor needs "
+                     "the nodes CI starts)"}

@@ -241,5 +241,6 @@ def _text(path: Path) -> str | None:
 
 def policy_label(policy: Policy) -> str:
     """How `prtriage env list` names the policies that used an environment: by what it validates."""
-    validated = "launches to their boundary" if policy.validation.to_boundary else policy.validation.entry
+    validated = ("launches to their boundary" if policy.validation.to_boundary
+                 else " or ".join(policy.validation.entries))
     return f"{validated} ({', '.join(policy.validation.paths[:2])})"

@@ -128,12 +128,13 @@ class SuiteResult:
     tolerated_flags: tuple[str, ...] = ()  # passed, defined by no repository parser, set generically
     learned: tuple[LearnedAttribute, ...] = ()
     lines_hit: dict[str, tuple[int, ...]] = field(default_factory=dict)  # traced changed lines that ran
+    drift: tuple[str, ...] = ()  # replacement targets this revision lacks, skipped ("target: why")
 
     def to_json(self) -> dict[str, Any]:
         return {"suite_id": self.suite_id, "outcome": self.outcome.to_json(),
                 "events": [e.to_json() for e in self.events], "known_flags": list(self.known_flags),
                 "tolerated_flags": list(self.tolerated_flags), "learned": [asdict(a) for a in self.learned],
-                "lines_hit": {p: list(ls) for p, ls in self.lines_hit.items()}}
+                "lines_hit": {p: list(ls) for p, ls in self.lines_hit.items()}, "drift": list(self.drift)}
 
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> SuiteResult:
@@ -142,7 +143,8 @@ class SuiteResult:
                    known_flags=tuple(raw.get("known_flags", ())),
                    tolerated_flags=tuple(raw.get("tolerated_flags", ())),
                    learned=tuple(LearnedAttribute(**a) for a in raw.get("learned", ())),
-                   lines_hit={p: tuple(ls) for p, ls in raw.get("lines_hit", {}).items()})
+                   lines_hit={p: tuple(ls) for p, ls in raw.get("lines_hit", {}).items()},
+                   drift=tuple(str(d) for d in raw.get("drift", ())))
 
 
 FindingKind = Literal["new_rejection", "removed_flag", "newly_tolerated_flag", "fixed", "capture_failed",

@@ -69,6 +69,9 @@ class Replacement(_Strict):
     value: Any = Field(None, description="return_value: the JSON value returned.")
     only_if_missing: bool = Field(True, description="Replace only when the target's top-level module is "
                                                     "absent and stubbed (the usual case for upstream code).")
+    required: bool = Field(False, description="A target this revision lacks (its module or attribute "
+                           "does not exist yet, or no longer) fails the revision; default: it is skipped and "
+                           "counted in the health as drift.")
 
     _target = field_validator("target")(_check_target)
 
@@ -401,9 +404,10 @@ ANY_PYTHON_FILE = ("**/*.py",)
 class Validation(_Strict):
     paths: list[str] = Field(default_factory=list, description="Repo-relative globs of the validation "
                              "code; a PR touching none of them needs no analysis.")
-    entry: str = Field("", description="Callable that parses and validates one argv (sys.argv patched), "
-                                       "as 'package.module:function'; empty: each suite's own launch runs "
-                                       "until its training boundary.")
+    entry: str | list[str] = Field("", description="Callable that parses and validates one argv "
+                                   "(sys.argv patched), as 'package.module:function', or a list of "
+                                   "alternatives, the first that imports at a revision taken; empty: each "
+                                   "suite's own launch runs until its training boundary.")
     mode: Literal["validator", "boundary"] | None = Field(None, description="'validator': call `entry`; "
                                                           "'boundary': run each suite's own launch (script "
                                                           "or module, argv, environment) until the first "
@@ -426,7 +430,9 @@ class Validation(_Strict):
 
     @field_validator("entry")
     @classmethod
-    def _entry(cls, value: str) -> str:
+    def _entry(cls, value: str | list[str]) -> str | list[str]:
+        if isinstance(value, list):
+            return [_check_target(v) for v in value]
         return _check_target(value) if value else value
 
     @model_validator(mode="after")
@@ -440,6 +446,11 @@ class Validation(_Strict):
     def to_boundary(self) -> bool:
         """Each suite's own launch runs until its training boundary (no validator is called)."""
         return self.mode == "boundary" or not self.entry
+
+    @property
+    def entries(self) -> list[str]:
+        """The named validator's alternatives, newest first (none in boundary mode)."""
+        return [self.entry] if isinstance(self.entry, str) and self.entry else list(self.entry or [])
 
     @property
     def path_globs(self) -> list[str]:

@@ -72,6 +72,7 @@ class Health:
     lines_changed: bool  # changed validation statements were traced
     lines_reached: bool  # some suite ran one of them at the head
     stubbed_parser_reads: tuple[str, ...]  # args the head reads that a stubbed or replaced parser may define
+    drift: tuple[str, ...]  # replacement targets the base lacks, skipped
     max_base_failures: float
     fail_open: bool  # the App's check run when blind: neutral (true) or action_required (false)
     could_analyse: bool
@@ -103,7 +104,7 @@ class Health:
             "base_failures": [failure.to_json() for failure in self.base_failures],
             "fixed_at_head": self.fixed_at_head, "suspect_base": self.suspect_base,
             "lines_changed": self.lines_changed, "lines_reached": self.lines_reached,
-            "stubbed_parser_reads": list(self.stubbed_parser_reads),
+            "stubbed_parser_reads": list(self.stubbed_parser_reads), "drift": list(self.drift),
         }
 
 
@@ -127,6 +128,7 @@ def assess(matrix: Matrix, base: Mapping[str, SuiteResult], head: Mapping[str, S
         fixed_at_head=sum(1 for f in failures if _outcome(head, f.suite).outcome == "accepted"),
         suspect_base=_suspect(failures, len(outcomes), head), lines_changed=lines_changed,
         lines_reached=lines_reached, stubbed_parser_reads=_stubbed_parser_reads(base, head),
+        drift=tuple(dict.fromkeys(item for result in base.values() for item in result.drift)),
         max_base_failures=max_base_failures, fail_open=fail_open,
         could_analyse=True, reason="")
     blind = _blindness(measured, unexercised=lines_changed and not lines_reached and died_before)

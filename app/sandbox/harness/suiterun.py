@@ -82,7 +82,7 @@ def run_suite(revision: Revision, suite: dict[str, Any]) -> dict[str, Any]:
     return {"suite_id": suite["id"], "token": suite.get("token"), "outcome": outcome, "events": events,
             "known_flags": tolerant.ledger.known_flags(suite["argv"]),
             "tolerated_flags": list(tolerant.ledger.tolerated_flags), "learned": learned,
-            "lines_hit": lines_hit}
+            "lines_hit": lines_hit, "drift": list(tolerant.skipped)}
 
 
 def outcome_mode(revision: Revision, suite: dict[str, Any]) -> dict[str, Any]:
