@@ -78,14 +78,6 @@ def last_health(session: Session, *, repository_id: int) -> MainHealth | None:
                            .order_by(MainHealth.at.desc(), MainHealth.id.desc()).limit(1)).first()
 
 
-def health_history(session: Session, *, repository_id: int, limit: int = 90) -> list[MainHealth]:
-    """The latest LIMIT healths of the default branch, oldest first (the acceptance chart)."""
-    rows = session.scalars(select(MainHealth).where(MainHealth.repository_id == repository_id,
-                                                    MainHealth.probe.is_(False))
-                           .order_by(MainHealth.at.desc(), MainHealth.id.desc()).limit(limit))
-    return list(reversed(list(rows)))
-
-
 def last_accepting(session: Session, *, repository_id: int, suite: str) -> str | None:
     """The sha of the latest seeing health (probe or not) at which SUITE was accepted, or None."""
     rows = session.scalars(select(MainHealth).where(MainHealth.repository_id == repository_id,

@@ -109,6 +109,9 @@ def check_main(services: Services, client: GitHubClient, target: MainTarget, *, 
     breakages = [_breakage(suite, rejected[suite],
                            _breaking_commit(doctor, suite, head_sha, before_sha, commits)) for suite in found]
     with services.writing() as session:
+        # again inside the write: a check of the same repository that ran meanwhile may have opened some
+        current = {dead.suite for dead in dead_suites(session, repository_id=target.repository_id)}
+        breakages = [breakage for breakage in breakages if breakage.suite not in current]
         for suite in healed:
             why = "accepted again" if suite in head.outcomes else "no longer run by CI"
             heal_dead_suite(session, dead_suite_id=known[suite], sha=head_sha,
@@ -116,7 +119,7 @@ def check_main(services: Services, client: GitHubClient, target: MainTarget, *, 
         for breakage in breakages:
             open_dead_suite(session, repository_id=target.repository_id, breakage=breakage,
                             found_sha=head_sha)
-    return MainOutcome(head.id, True, tuple(found), tuple(healed))
+    return MainOutcome(head.id, True, tuple(b.suite for b in breakages), tuple(healed))
 
 
 class Doctor:
