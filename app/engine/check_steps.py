@@ -97,6 +97,15 @@ def run_doctor(tree: Path, policy: Policy, *, cache_dir: Path, allow_unsandboxed
                    repository=repository)[1]
 
 
+def doctor_revision(tree: Path, policy: Policy, *, cache_dir: Path, allow_unsandboxed: bool,
+                    progress: Progress | None = None, repository: str | None = None,
+                    ) -> tuple[Matrix, Health]:
+    """The revision's CI matrix and its health (every suite's outcome is in `base_failures` or accepted):
+    what the main health of a default branch keeps."""
+    return _doctor(tree, policy, cache_dir=cache_dir, allow_unsandboxed=allow_unsandboxed, progress=progress,
+                   repository=repository)
+
+
 def _doctor(tree: Path, policy: Policy, *, cache_dir: Path, allow_unsandboxed: bool,
             progress: Progress | None, repository: str | None) -> tuple[Matrix, Health]:
     require_sandbox(allow_unsandboxed)
@@ -107,13 +116,28 @@ def _doctor(tree: Path, policy: Policy, *, cache_dir: Path, allow_unsandboxed: b
                                    interpreter=interpreter)
         results: dict[str, SuiteResult] = {}
         if matrix.suites:  # none: the capture failures are the diagnosis
-            results, _ = validate_revision(tree, policy, matrix.suites, trace={},
-                                           allow_unsandboxed=allow_unsandboxed,
-                                           on_progress=_step(progress, "validate"), interpreter=interpreter)
+            results = _validate_cached(tree, policy, matrix.suites, cache_dir, allow_unsandboxed, progress,
+                                       interpreter)
     except SandboxUnavailable as exc:
         raise AnalysisError(f"{exc}; {SANDBOX_HINT}") from None
     return matrix, assess(matrix, results, {}, {}, max_base_failures=policy.health.max_base_failures,
                           fail_open=policy.health.fail_open)
+
+
+def _validate_cached(tree: Path, policy: Policy, suites: tuple[Suite, ...], cache_dir: Path,
+                     allow_unsandboxed: bool, progress: Progress | None,
+                     interpreter: Interpreter) -> dict[str, SuiteResult]:
+    """One revision's untraced validation, kept as a check's base results are (validation_cache): a doctor of
+    a commit a check used as its base, or doctored before, reuses them."""
+    key = validation_cache.validation_key(tree, policy, suites, interpreter)
+    cached = validation_cache.lookup(cache_dir, key, suites)
+    if cached is not None:
+        return cached
+    results, sandboxed = validate_revision(tree, policy, suites, trace={},
+                                           allow_unsandboxed=allow_unsandboxed,
+                                           on_progress=_step(progress, "validate"), interpreter=interpreter)
+    validation_cache.store(cache_dir, key, results, sandboxed=sandboxed)
+    return results
 
 
 def run_init(tree: Path, *, cache_dir: Path, allow_unsandboxed: bool, rounds: int,
