@@ -1,20 +1,22 @@
 # prtriage: the GitHub App service (`prtriage serve`) and its workers (`prtriage worker`).
 #
 #   docker build -t prtriage .
-#   docker run --security-opt seccomp=unconfined --security-opt apparmor=unconfined \
-#       --security-opt systempaths=unconfined \
+#   docker run --security-opt seccomp=deploy/seccomp.json --security-opt apparmor=unconfined \
+#       --security-opt systempaths=unconfined --security-opt no-new-privileges:true --cap-drop ALL \
 #       -p 8000:8000 -e GITHUB_APP_ID=... -e GITHUB_PRIVATE_KEY_PATH=/run/secrets/key \
 #       -e GITHUB_WEBHOOK_SECRET=... -v prtriage-data:/data prtriage
 #
-#   docker run --rm <the same three --security-opt> prtriage prtriage demo --once
+#   docker run --rm <the same options> prtriage prtriage demo --once
 #       (the App end to end inside the image: exit 0 only when the sandbox works there)
 #
-# The sandbox is bubblewrap, which needs unprivileged user namespaces and a fresh /proc of its own: Docker's
-# default seccomp (and AppArmor on some hosts) forbids the first, and the kernel refuses the second while the
-# engine masks paths under /proc (systempaths=unconfined unmasks them; podman: --security-opt unmask=ALL).
-# Hence the security options above (docs/service.md, "Docker and compose"). Without them every analysis
-# completes its check as action_required (which blocks a required check), saying there is no sandbox;
-# repository code never runs unsandboxed in the service. tini is the entrypoint: no --init needed.
+# The sandbox is bubblewrap, which creates user namespaces and mounts its root, and mounts a fresh /proc:
+# Docker's default seccomp profile refuses the first (deploy/seccomp.json is that profile plus exactly the
+# calls bubblewrap needs, written by scripts/seccomp_profile.py), its AppArmor profile refuses every mount,
+# and the kernel refuses the last while the engine masks paths under /proc (systempaths=unconfined unmasks
+# them; podman: --security-opt unmask=ALL). Nothing here needs a capability. docs/service.md ("Docker and
+# compose") explains each option. Without them every analysis completes its check run action_required (which
+# blocks a required check) saying there is no sandbox, never neutral or success; repository code never runs
+# unsandboxed in the service. tini is the entrypoint: no --init needed.
 #
 #   docker build --build-arg PREBUILD_POLICIES="radixark/miles THUDM/slime" -t prtriage .
 #       (the analysis environments of those built-in policies built into the image: see below)

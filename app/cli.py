@@ -7,6 +7,8 @@ ran blind (its health: docs/policy.md, "health").
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import itertools
 import json
 import os
 import shlex
@@ -22,14 +24,8 @@ from pathlib import Path
 from typing import TextIO
 
 from app.analysis.core.model import Matrix
-from app.analysis.core.policy import (
-    Policy,
-    PolicyError,
-    RecordLaunches,
-    builtin_policy,
-    load_policy,
-    parse_policy,
-)
+from app.analysis.core.policy import Policy, PolicyError, RecordLaunches, load_policy
+from app.analysis.core.policy_origin import REPO_POLICY, PolicyOrigin
 from app.analysis.starter.starter import render as render_starter
 from app.analysis.starter.starter_tree import NoValidator
 from app.analysis.verdict.doctor import doctor_json, doctor_text
@@ -40,7 +36,6 @@ from app.config import CommandLineSettings, ConfigError, StartupError, UsageErro
 from app.engine.check_steps import (
     SANDBOX_HINT,
     AnalysisError,
-    NothingCaptured,
     analysis_environment,
     policy_label,
     require_sandbox,
@@ -58,22 +53,39 @@ from app.engine.environments import (
 )
 from app.engine.environments import listed as environments_listed
 from app.engine.matrix_capture import capture_matrix
+from app.engine.policy_choice import (
+    RepositoryNameError,
+    choose_policy,
+    named_repository,
+    next_steps,
+    uncommitted_policy,
+    why_default,
+)
 from app.logsetup import configure_logging
 from app.sandbox.runner import SandboxUnavailable
 from app.trees.cachedir import DEFAULT_MAX_SIZE, format_size, parse_size, prune
-from app.trees.gitrepo import GitError, cached_tree, github_slug
+from app.trees.gitrepo import GitError, cached_tree
 
 EXIT_OK, EXIT_BLOCKING, EXIT_USAGE, EXIT_CANNOT_RUN = 0, 1, 2, 3
 EXIT_STATUS_HELP = ("exit status: 0 no blocking finding, 1 blocking findings, 2 bad usage or invalid policy, "
                     "3 the analysis could not run or could not see (its health)")
-REPO_POLICY = ".github/pr-triage.yml"
+
+
+class UsageExit(SystemExit):
+    """argparse refused the command line: exit status 2, and the reason for the JSON contract."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(EXIT_USAGE)
+        self.message = message
 
 
 class Parser(argparse.ArgumentParser):
     """argparse, its usage errors in one line (the usage itself is one `--help` away); exit status 2."""
 
     def error(self, message: str) -> typing.NoReturn:
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+        line = f"{self.prog}: error: {message} (see `{self.prog} --help`)"
+        sys.stderr.write(line + "\n")
+        raise UsageExit(line)
 
 
 def port_number(*, any_free: bool) -> Callable[[str], int]:
@@ -102,31 +114,48 @@ class Revision:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except UsageExit as exc:
+        if wants_json(sys.argv[1:] if argv is None else argv):
+            print(json.dumps({"error": {"kind": "usage", "message": exc.message}}, indent=2))
+        raise
+    args.learned = {}  # what a command learned before it failed: the JSON of a failure carries it
     try:
         configure_logging(CommandLineSettings().log_level_number())
         command: Callable[[argparse.Namespace], int] = args.command
         return command(args)
-    except (UsageError, PolicyError, ConfigError) as exc:
-        return fail(args, f"error: {exc}", EXIT_USAGE)
+    except (UsageError, ConfigError, RepositoryNameError) as exc:
+        return fail(args, f"error: {exc}", EXIT_USAGE, kind="usage")
+    except PolicyError as exc:
+        return fail(args, f"error: {exc}", EXIT_USAGE, kind="policy")
     except StartupError as exc:
-        return fail(args, f"cannot start: {exc}", EXIT_CANNOT_RUN)
+        return fail(args, f"cannot start: {exc}", EXIT_CANNOT_RUN, kind="startup")
     except SandboxUnavailable as exc:
-        return fail(args, f"cannot analyse: no sandbox: {exc}; {SANDBOX_HINT}", EXIT_CANNOT_RUN)
+        return fail(args, f"cannot analyse: no sandbox: {exc}; {SANDBOX_HINT}", EXIT_CANNOT_RUN,
+                    kind="sandbox")
     except (AnalysisError, GitError, OSError) as exc:
-        return fail(args, f"cannot analyse: {exc}", EXIT_CANNOT_RUN)
+        return fail(args, f"cannot analyse: {exc}", EXIT_CANNOT_RUN, kind="analysis")
     except KeyboardInterrupt:
-        return fail(args, "interrupted", EXIT_CANNOT_RUN)
+        return fail(args, "interrupted", EXIT_CANNOT_RUN, kind="interrupted")
     except Exception as exc:  # a bug must not exit 1, which would read as "blocking findings"
         traceback.print_exc()
-        return fail(args, f"cannot analyse: internal error: {exc!r}", EXIT_CANNOT_RUN)
+        return fail(args, f"cannot analyse: internal error: {exc!r}", EXIT_CANNOT_RUN, kind="internal")
 
 
-def fail(args: argparse.Namespace, message: str, status: int) -> int:
-    """MESSAGE on stderr, and as an error annotation too when the output is for GitHub Actions."""
+def wants_json(argv: list[str]) -> bool:
+    return "--format=json" in argv or any(pair == ("--format", "json") for pair in itertools.pairwise(argv))
+
+
+def fail(args: argparse.Namespace, message: str, status: int, *, kind: str = "analysis") -> int:
+    """MESSAGE on stderr, and as an error annotation too when the output is for GitHub Actions; with
+    --format json, one JSON object on stdout: what the command learned, and the error."""
     print(f"prtriage: {message}", file=sys.stderr)
     if getattr(args, "format", None) == "github":
         print(workflow_command("error", message, title="prtriage"))
+    if getattr(args, "format", None) == "json":
+        print(json.dumps({**getattr(args, "learned", {}), "error": {"kind": kind, "message": message}},
+                         indent=2))
     return status
 
 
@@ -155,7 +184,10 @@ def _version() -> str:
 
 def _common_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--policy", type=Path, metavar="FILE", help="policy YAML (default: .github/"
-                        "pr-triage.yml of the base revision, else the built-in policy)")
+                        "pr-triage.yml of the base revision, else the built-in policy of the repository, "
+                        "else the default policy)")
+    parser.add_argument("--repository", metavar="OWNER/NAME", help="the GitHub repository whose built-in "
+                        "policy applies (default: the one `origin` names, else $GITHUB_REPOSITORY)")
     parser.add_argument("--allow-unsandboxed", action="store_true", help="run repository code without "
                         "bubblewrap when it is missing (never with code you do not trust)")
     parser.add_argument("--cache-dir", type=Path, metavar="DIR", help="cache directory (default: "
@@ -417,7 +449,7 @@ def env_build_command(args: argparse.Namespace) -> int:
         tree, policy = None, load_policy(args.policy)
     else:
         revision = single_revision(args, cache_dir, "env build")
-        tree, policy = revision.tree, resolve_policy(args.policy, revision, args.repo)
+        tree, (policy, _) = revision.tree, resolve_policy(args, revision)
     if args.dry_run:
         return _env_dry_run(policy, tree, args.format)
     started = time.monotonic()
@@ -475,6 +507,9 @@ def env_list_command(args: argparse.Namespace) -> int:
 def replay_command(args: argparse.Namespace) -> int:
     from app.processes import runtime
 
+    if not args.file.is_file():  # before the settings: the file is what the user just typed
+        raise UsageError(f"replay: {args.file}: no such file" if not args.file.exists()
+                         else f"replay: {args.file}: not a file")
     answer = runtime.replay(runtime.load_settings(), args.file, url=args.url,
                             new_delivery_id=args.new_delivery_id)
     print(json.dumps({"status": answer.status, **answer.body}))
@@ -497,13 +532,22 @@ def pre_push_command(args: argparse.Namespace) -> int:
 def check_command(args: argparse.Namespace) -> int:
     cache_dir = CommandLineSettings().cache_directory(args.cache_dir)
     base, head = check_revisions(args, cache_dir)
-    policy = resolve_policy(args.policy, base, args.repo)
+    args.learned.update(base=base.sha, head=head.sha)
+    policy, origin = resolve_policy(args, base)
+    warning = uncommitted_policy(args.repo, base.tree, origin)
+    if warning is not None:
+        print(f"prtriage: {warning}", file=sys.stderr)
+    if shows_progress(args.progress):  # a first check takes minutes: say at once what judges it
+        print(f"policy: {origin.describe()}", file=sys.stderr)
     try:
         report = run_check(base.tree, head.tree, policy, base_sha=base.sha, head_sha=head.sha,
                            cache_dir=cache_dir, allow_unsandboxed=args.allow_unsandboxed,
                            progress=progress_printer(args.progress), repository=repository_of(args))
-    except NothingCaptured as exc:
-        raise NothingCaptured(f"{exc}{default_policy_hint(policy, args)}") from None
+    except AnalysisError as exc:  # NothingCaptured, or code that does not load: often the wrong policy
+        raise type(exc)(f"{exc}{default_policy_hint(policy, origin, args)}") from None
+    report = dataclasses.replace(report, policy=origin)
+    if not report.could_analyse:
+        say_hint(default_policy_hint(policy, origin, args))
     if args.format == "github":
         sys.stdout.write(render_github(report))
         append_step_summary(render(report, "markdown"))
@@ -534,16 +578,22 @@ def check_revisions(args: argparse.Namespace, cache_dir: Path) -> tuple[Revision
 def doctor_command(args: argparse.Namespace) -> int:
     cache_dir = CommandLineSettings().cache_directory(args.cache_dir)
     revision = single_revision(args, cache_dir, "doctor")
-    policy = resolve_policy(args.policy, revision, args.repo)
+    args.learned["rev"] = revision.sha
+    policy, origin = resolve_policy(args, revision)
     health = run_doctor(revision.tree, policy, cache_dir=cache_dir, allow_unsandboxed=args.allow_unsandboxed,
                         progress=progress_printer(args.progress), repository=repository_of(args))
+    steps = next_steps(origin, init_command_for(args)) if not health.could_analyse else []
     if args.format == "json":
-        sys.stdout.write(doctor_json(health, revision.sha))
+        document = json.loads(doctor_json(health, revision.sha))
+        document.update(policy=origin.to_json(), next_steps=steps)
+        if not health.could_analyse:
+            document["error"] = {"kind": "blind", "message": f"could not analyse: {health.reason}"}
+        print(json.dumps(document, indent=2))
     else:
         sys.stdout.write(doctor_text(health, f"{revision.label} ({revision.sha})" if revision.sha
-                                     else revision.label))
-    if health.suites == 0:
-        sys.stderr.write(default_policy_hint(policy, args).lstrip("\n") + "\n")
+                                     else revision.label, origin.describe()))
+    if not health.could_analyse:
+        say_hint(default_policy_hint(policy, origin, args))
     return EXIT_OK if health.could_analyse else EXIT_CANNOT_RUN
 
 
@@ -566,9 +616,13 @@ def init_command(args: argparse.Namespace) -> int:
     label = f"{revision.label} ({revision.sha})" if revision.sha else revision.label
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(render_starter(starter, header=[f"Detected at {label}."]))
+    following = init_next_command(args, output, healthy=health.could_analyse)
     if args.format == "json":
-        print(json.dumps({"policy_file": str(output), "policy": starter.policy, "rounds": starter.rounds,
-                          "health": health.to_json()}, indent=2))
+        document = {"policy_file": str(output), "policy": starter.policy, "rounds": starter.rounds,
+                    "health": health.to_json(), "next": following}
+        if not health.could_analyse:
+            document["error"] = {"kind": "blind", "message": f"could not analyse: {health.reason}"}
+        print(json.dumps(document, indent=2))
     else:
         for number, changes in enumerate(starter.rounds, 1):
             print(f"round {number}: " + ("; ".join(changes) if changes else "nothing more to add"))
@@ -576,12 +630,28 @@ def init_command(args: argparse.Namespace) -> int:
             print(f"stopped after {args.rounds} rounds: `prtriage doctor` on the file tells what is left")
         sys.stdout.write(doctor_text(health, label))
         print(f"wrote {output}")
+        print(f"next: {following}")
     return EXIT_OK if health.could_analyse else EXIT_CANNOT_RUN
+
+
+def init_next_command(args: argparse.Namespace, written: Path, *, healthy: bool) -> str:
+    """The exact command to run after `init`: a check with the policy written (a check reads the base
+    revision's policy, and the file is not committed yet), or doctor while the policy is blind."""
+    policy = shlex.quote(str(written.resolve()))
+    if not healthy:
+        return f"prtriage doctor {revision_options(args)} --policy {policy}"
+    if args.repo is not None:
+        repo = shlex.quote(str(args.repo))
+        return f"prtriage check --repo {repo} --base {shlex.quote(args.rev)} --head HEAD --policy {policy}"
+    tree = shlex.quote(str(args.tree))
+    return f"prtriage check --base-tree {tree} --head-tree DIR --policy {policy}"
 
 
 def _init_output(args: argparse.Namespace) -> Path:
     """--output, else .github/pr-triage.yml of the work tree of --repo or of --tree; never overwritten
     without --force."""
+    if args.repo is not None and not Path(args.repo).is_dir():
+        raise UsageError(f"init: --repo {args.repo}: no such directory")
     if args.output is not None:
         output = Path(args.output)
     elif args.repo is not None and not (Path(args.repo) / ".git").exists():
@@ -597,7 +667,8 @@ def _init_output(args: argparse.Namespace) -> Path:
 def matrix_command(args: argparse.Namespace) -> int:
     cache_dir = CommandLineSettings().cache_directory(args.cache_dir)
     revision = single_revision(args, cache_dir, "matrix")
-    policy = resolve_policy(args.policy, revision, args.repo)
+    args.learned["rev"] = revision.sha
+    policy, origin = resolve_policy(args, revision)
     require_sandbox(args.allow_unsandboxed)
     printer = progress_printer(args.progress)
     interpreter = analysis_environment(policy, revision.tree, cache_dir, printer)
@@ -608,9 +679,11 @@ def matrix_command(args: argparse.Namespace) -> int:
                                     allow_unsandboxed=args.allow_unsandboxed, on_progress=on_progress,
                                     repository=repository_of(args), interpreter=interpreter)
     if args.format == "json":
-        print(json.dumps({"rev": revision.sha, **matrix.to_json(), "cached": cached}, indent=2))
+        print(json.dumps({"rev": revision.sha, **matrix.to_json(), "cached": cached,
+                          "policy": origin.to_json()}, indent=2))
     else:
         sys.stdout.write(matrix_text(matrix, cached))
+        print(f"policy: {origin.describe()}")
     return EXIT_OK
 
 
@@ -640,6 +713,8 @@ def matrix_text(matrix: Matrix, cached: bool) -> str:
 
 
 def git_revision(repo: Path, rev: str, cache_dir: Path) -> Revision:
+    if not repo.is_dir():
+        raise UsageError(f"--repo {repo}: no such directory")
     sha, tree = cached_tree(repo.resolve(), rev, cache_dir)
     return Revision(tree=tree, sha=sha, label=rev)
 
@@ -650,68 +725,98 @@ def tree_revision(tree: Path) -> Revision:
     return Revision(tree=tree.resolve(), sha=None, label=str(tree))
 
 
-def resolve_policy(explicit: Path | None, base: Revision, repo: Path | None) -> Policy:
-    """--policy, else the base revision's own policy (the head cannot change the policy that judges it),
-    else the built-in policy of the GitHub repository `origin` names, else the default policy."""
-    if explicit is not None:
-        return load_policy(explicit)
-    own = base.tree / REPO_POLICY
-    if own.is_file() and own.resolve().is_relative_to(base.tree.resolve()):
-        source = f"{base.label}:{REPO_POLICY}" if base.sha else str(own)
-        try:
-            text = own.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise PolicyError(f"{source}: cannot read policy: {exc}") from None
-        return parse_policy(text, source)
-    slug = github_slug(repo) if repo is not None else None
-    return load_policy(builtin_policy(*slug) if slug else builtin_policy())
+def resolve_policy(args: argparse.Namespace, base: Revision) -> tuple[Policy, PolicyOrigin]:
+    """The policy that judges BASE's change and where it came from (app/engine/policy_choice.py); the JSON
+    of a failure names it too."""
+    repository, named_by = named_repository(getattr(args, "repository", None), args.repo, os.environ)
+    policy, origin = choose_policy(explicit=args.policy, base_tree=base.tree,
+                                   base_label=base.label if base.sha else str(base.tree),
+                                   repository=repository, named_by=named_by)
+    args.learned["policy"] = origin.to_json()
+    return policy, origin
 
 
-def default_policy_hint(policy: Policy, args: argparse.Namespace) -> str:
-    """When the default policy found nothing: what it looks for, and how to write the repository's own."""
-    default = builtin_policy()
-    if policy != load_policy(default):
+def validated_by(policy: Policy) -> str:
+    if policy.validation.to_boundary:
+        return "each launch run to its training boundary"
+    return f"entry {' or '.join(policy.validation.entries)}"
+
+
+def default_policy_hint(policy: Policy, origin: PolicyOrigin, args: argparse.Namespace) -> str:
+    """When the default policy could not analyse: what it looks for, and the ways to a policy that fits."""
+    if origin.source != "default":
         return ""
     launching = [(", ".join(source.scripts), source.entry) for source in policy.matrix.sources
                  if isinstance(source, RecordLaunches)]
     looks_for = "; ".join(f"CI scripts matching {scripts} that launch a script matching {entry}"
                           for scripts, entry in launching)
-    hint = (f"\n  This repository has no policy of its own ({REPO_POLICY} at the base) and none is built in: "
-            f"the default policy ({default}) looks for {looks_for}, and for validation code in "
-            f"{', '.join(policy.validation.paths)} (entry {policy.validation.entry})."
-            f"\n  Write the repository's own policy in {REPO_POLICY}: copy the default policy and adapt it "
-            "(every key: docs/policy.md), then pass it with --policy FILE")
-    if args.command is doctor_command:  # already where the hint would send them
-        return hint + "."
-    where = f"--repo {args.repo} --rev {args.base}" if args.repo is not None else f"--tree {args.base_tree}"
-    return f"{hint} and run\n  `prtriage doctor {where} --policy FILE` until it says the revision is healthy."
+    hint = (f"\n  This repository has no policy of its own ({REPO_POLICY} at the base) and "
+            f"{why_default(origin)}: the default policy ({origin.path}) looks for {looks_for}, and for "
+            f"validation code in {', '.join(policy.validation.paths)} ({validated_by(policy)})."
+            "\n  Next steps:")
+    hint += "".join(f"\n    {line}" for line in next_steps(origin, init_command_for(args)))
+    if args.command is doctor_command:  # already where the last step would send them
+        return hint
+    return (f"{hint}\n    then `prtriage doctor {revision_options(args)} --policy FILE` until it says the "
+            "revision is healthy")
+
+
+def say_hint(hint: str) -> None:
+    if hint:
+        print(hint.lstrip("\n"), file=sys.stderr)
+
+
+def revision_options(args: argparse.Namespace) -> str:
+    """The options that name the base revision of ARGS, for a command to copy."""
+    if args.repo is not None:
+        rev = getattr(args, "base", None) or args.rev
+        return f"--repo {shlex.quote(str(args.repo))} --rev {shlex.quote(rev)}"
+    return f"--tree {shlex.quote(str(getattr(args, 'base_tree', None) or args.tree))}"
+
+
+def init_command_for(args: argparse.Namespace) -> str:
+    return f"prtriage init {revision_options(args)}"
 
 
 class ProgressPrinter:
     """'capture 12/80 tests/e2e/...' lines on stderr, at most one per step every half second; only the steps
-    in ONLY when it is given."""
+    in ONLY when it is given. The base and head validations run at once: their counts share one line
+    ('validate base 40/105, head 38/105'), so neither's count hides the other's."""
+
+    PARALLEL = ("base", "head")
 
     def __init__(self, stream: TextIO, interval: float = 0.5, only: frozenset[str] | None = None) -> None:
         self._stream, self._interval, self._only = stream, interval, only
         self._lock = threading.Lock()
         self._last: dict[str, float] = {}
+        self._counts: dict[str, tuple[int, int]] = {}
 
     def __call__(self, step: str, done: int, total: int, what: str) -> None:
         if self._only is not None and step not in self._only:
             return
         now = time.monotonic()
         with self._lock:
-            if done < total and now - self._last.get(step, -self._interval) < self._interval:
+            key, line = step, f"{step} {done}/{total} {what}"
+            if step in self.PARALLEL:
+                self._counts[step] = (done, total)
+                key = "validate"
+                line = "validate " + ", ".join(f"{name} {count[0]}/{count[1]}" for name in self.PARALLEL
+                                               if (count := self._counts.get(name)) is not None)
+            if done < total and now - self._last.get(key, -self._interval) < self._interval:
                 return
-            self._last[step] = now
-            self._stream.write(f"{step} {done}/{total} {what}".rstrip() + "\n")
+            self._last[key] = now
+            self._stream.write(line.rstrip() + "\n")
             self._stream.flush()
+
+
+def shows_progress(wanted: bool | None) -> bool:
+    return wanted is True or (wanted is None and sys.stderr.isatty())
 
 
 def progress_printer(wanted: bool | None) -> ProgressPrinter:
     """The progress display; off (not asked for, or stderr not a terminal), it still says when an analysis
     environment is being built: a minutes-long first run must not look stuck."""
-    if wanted is False or (wanted is None and not sys.stderr.isatty()):
+    if not shows_progress(wanted):
         return ProgressPrinter(sys.stderr, only=frozenset({"environment"}))
     return ProgressPrinter(sys.stderr)
 

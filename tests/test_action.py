@@ -17,8 +17,18 @@ import yaml
 from actions_runner import ROOT, Runner, load_action
 from fakegithub.plugin import fake_github, fake_github_factory, github_app_key  # noqa: F401 (fixtures)
 
-from app.analysis.core.model import Finding
-from app.analysis.verdict.workflow_commands import annotation, command, escape_data, escape_property
+from app.analysis.core.model import Finding, Matrix, Outcome, Suite, SuiteResult
+from app.analysis.core.policy_origin import PolicyOrigin
+from app.analysis.verdict.health import assess
+from app.analysis.verdict.report import CheckReport
+from app.analysis.verdict.workflow_commands import (
+    annotation,
+    command,
+    escape_data,
+    escape_property,
+    plain,
+    render_github,
+)
 from app.cli import build_parser
 from app.demo.localgithub import FakeGitHub
 
@@ -122,7 +132,8 @@ def test_the_action_on_the_bundled_example_annotates_the_new_assert(tmp_path: Pa
     errors = [line for line in done.stdout.splitlines() if line.startswith("::error ")]
     assert errors == ["::error file=arguments.py,line=21,title=prtriage%3A new_rejection (in this diff)::"
                       "AssertionError: LoRA with --offload-train and --disable-weights-backuper is not "
-                      "supported (1 CI suite: ci/test_e2e.py#2)"]
+                      "supported; rejected because of `--colocate --disable-weights-backuper --lora-rank "
+                      "16`, 3 of 4 arguments; every listed suite passes these (1 CI suite: ci/test_e2e.py#2)"]
     assert done.stdout.splitlines()[0] == "BREAKS 1 existing CI suite (1 blocking finding)"
     summary = Path(runner.environment["GITHUB_STEP_SUMMARY"]).read_text()
     assert summary.startswith("earlier step\n### ❌ BREAKS 1 existing CI suite")  # appended, not replaced
@@ -146,7 +157,8 @@ def test_the_action_on_a_git_repository_with_its_own_policy_and_fail_open(tmp_pa
     done = runner.run_steps(*ANALYSIS)
     assert done.returncode == 1, done.stdout + done.stderr
     expected = ("::error file=arguments.py,line=16,title=prtriage%3A new_rejection (in this diff)::"
-                "AssertionError: LoRA cannot run colocated (1 CI suite: tests/test_lora.py)")
+                "AssertionError: LoRA cannot run colocated; rejected because of `--colocate --lora`, 2 of 3 "
+                "arguments; every listed suite passes these (1 CI suite: tests/test_lora.py)")
     assert expected in done.stdout.splitlines()
     assert "BREAKS 1 existing CI suite" in Path(runner.environment["GITHUB_STEP_SUMMARY"]).read_text()
 
@@ -307,6 +319,19 @@ def test_workflow_command_escaping_follows_githubs_rules() -> None:
     assert escape_property("a:b,c%\n") == "a%3Ab%2Cc%25%0A"
     assert command("error", "m", file="x,y.py", line=3, title=None) == "::error file=x%2Cy.py,line=3::m"
     assert command("notice", "just a message") == "::notice::just a message"
+
+
+def test_plain_lines_keep_their_percent_and_never_start_a_command() -> None:
+    assert plain("base accepts 15/15 (100%)") == "base accepts 15/15 (100%)"
+    assert plain("  ::add-mask::x\n::error::y") == "> ::add-mask::x ::error::y"
+    matrix = Matrix(suites=(Suite("ci/a.py", "ci/a.py", ("--x",)),), scripts=1, captured=1)
+    accepted = {"ci/a.py": SuiteResult("ci/a.py", Outcome("accepted"))}
+    health = assess(matrix, accepted, accepted, {}, max_base_failures=0.1, fail_open=False)
+    report = CheckReport(None, None, validation_changed=True, matrix=matrix, base=accepted, head=accepted,
+                         health=health, policy=PolicyOrigin("option", "p.yml"))
+    printed = render_github(report).splitlines()
+    assert "(100%)" in printed[-2] and "%25" not in printed[-2], printed
+    assert printed[-1] == "policy: p.yml (--policy)"
 
 
 def test_a_message_from_the_pull_request_cannot_start_a_workflow_command() -> None:

@@ -77,6 +77,12 @@ CASES = [
     ("matrix format", ["matrix", "--tree", ".", "--format", "yaml"], {}, "invalid choice: 'yaml'"),
     ("doctor without a revision", ["doctor"], {}, "doctor: give --repo PATH --rev REV, or --tree DIR"),
     ("replay without a file", ["replay"], {}, "required: FILE"),
+    ("replay of a missing file, before any setting", ["replay", "/no/such/file"], {},
+     "replay: /no/such/file: no such file"),
+    ("init of a missing directory", ["init", "--repo", "/no/such/dir"], {},
+     "init: --repo /no/such/dir: no such directory"),
+    ("check of a missing repository", ["check", "--repo", "/no/such/dir", "--base", "a", "--head", "b"], {},
+     "--repo /no/such/dir: no such directory"),
 ]
 
 
@@ -140,8 +146,18 @@ def test_the_installed_command_too(argv: list[str], env: dict[str, str], named: 
     (MISSPELT_POLICY.replace("unknwon_flags: error", "unknown_flags: error")
      + "harness:\n  limits:\n    suite_seconds: soon\n",
      "harness.limits.suite_seconds: expected a number"),
-    (MISSPELT_POLICY.replace("  entry: \"arguments:parse_args\"\n", "").replace("unknwon_", "unknown_"),
-     "validation.entry: required, missing"),
+    (MISSPELT_POLICY.replace("unknwon_", "unknown_").replace("[{kind: static, suites: []}]",
+                                                             "[{kind: record_launches, entry: b}]"),
+     "matrix.sources[0].scripts: required, missing"),
+    (MISSPELT_POLICY.replace("  entry: \"arguments:parse_args\"\n", "  mode: validator\n")
+     .replace("unknwon_", "unknown_"),
+     "validation: entry: a validator must be named (`package.module:function`) unless each launch runs to "
+     "its training boundary (mode: boundary)"),
+    (MISSPELT_POLICY.replace('entry: "arguments:parse_args"', 'entry: ["arguments:parse_args", "bad"]')
+     .replace("unknwon_", "unknown_"),
+     "validation.entry: expected 'package.module:attribute', got 'bad'"),
+    (MISSPELT_POLICY.replace("suites: []", "suites: [{argv: []}]").replace("unknwon_", "unknown_"),
+     "matrix.sources[0].suites[0].id: required, missing"),
 ])
 def test_policy_errors_in_plain_words(text: str, says: str) -> None:
     with pytest.raises(PolicyError) as raised:

@@ -37,6 +37,7 @@ def test_the_demo_triages_the_example_pull_request_and_reports_it(tmp_path: Path
     assert "`arguments.py:21` (in this diff)" in output
     assert "- `ci/test_e2e.py#2`" in output
     assert "- `ci/test_e2e.py#1`" not in output  # full fine-tuning still passes
+    assert "the dashboard: http" not in output  # --once: the service has stopped, no address to visit
     assert re.search(r"main of example/incident at [0-9a-f]{12}: accepts 2 of 2 CI suites", output), output
     # everything it made lived in a temporary directory, gone when it stopped
     data = re.search(r"the App's data lives in (\S+) until", output)
@@ -53,6 +54,7 @@ def test_the_demo_keeps_the_dashboard_up_until_interrupted(tmp_path: Path) -> No
         while "keeps running" not in log.read_text():
             assert demo.poll() is None and time.monotonic() < deadline, log.read_text()
             time.sleep(0.2)
+        assert "the dashboard: http://127.0.0.1:" in log.read_text()
         listening = re.search(r"webhooks http://127\.0\.0\.1:(\d+)/", log.read_text())
         assert listening is not None, log.read_text()
         page = httpx.get(f"http://127.0.0.1:{listening[1]}/runs", timeout=10)

@@ -74,7 +74,6 @@ PHRASINGS: list[tuple[str, dict[str, str]]] = [
     ("It depends on Acme (https://github.com/acme/lib/pull/77).", {"acme/lib#77": "prerequisite"}),
     ("**DO NOT MERGE** until acme/lib #77 is in the nightly.", {"#77": "prerequisite"}),
     ("Blocking dependency: acme/lib #77 must be **merged** first.", {"#77": "prerequisite"}),
-    ("https://github.com/octo/widgets/pull/77: re-enable the test once it lands.", {"#77": "prerequisite"}),
     # promised follow-ups
     ("A follow-up PR #2204 would add a fail-fast at the real failure point instead.", {"#2204": "followup"}),
     ("Follow-up #2204 will add the fail-fast.", {"#2204": "followup"}),
@@ -96,6 +95,26 @@ PHRASINGS: list[tuple[str, dict[str, str]]] = [
     ("Reverting #12 since it broke CI; the proper fix will land in #13.",
      {"#12": "revert", "#13": "followup"}),
     ("Skip the flaky export test, pending #455.", {"#455": "followup"}),
+    # a test turned off pending other work: a promise to turn it back on, never a prerequisite (issue 25)
+    ("https://github.com/octo/widgets/pull/77: re-enable the test once it lands.", {"#77": "followup"}),
+    ("Disable flaky test_export pending #455", {"#455": "followup"}),
+    ("Temporarily disable the flaky e2e test until #455 is merged.", {"#455": "followup"}),
+    ("Skip test_lora until #455 lands.", {"#455": "followup"}),
+    ('disabled="flaky on H100 until #455 is fixed"', {"#455": "followup"}),
+    ("# disabled until #455 lands", {"#455": "followup"}),
+    ("Mark test_offload as skipped until #455 is resolved.", {"#455": "followup"}),
+    ("xfail the checkpoint test until #455", {"#455": "followup"}),
+    ("Mute the flaky check while waiting for #455.", {"#455": "followup"}),
+    ("Turn off the flaky check until #455 merges, then turn it back on.", {"#455": "followup"}),
+    ("TODO: re-enable once #455 lands", {"#455": "followup"}),
+    ("Re-enable after #455 merges.", {"#455": "followup"}),
+    ("Temporarily skip test_lora; re-enable it when #455 is in.", {"#455": "followup"}),
+    ("# https://github.com/octo/widgets/pull/455 — re-enable once that lands.", {"#455": "followup"}),
+    ("The export smoke test stays red until #456 lands; skip nothing.", {"#456": "prerequisite"}),
+    # a feature relying on work proposed upstream: a dependency to track, not one that blocks
+    ("This path relies on the fix proposed upstream in acme/lib#77.", {"acme/lib#77": "followup"}),
+    ("Relies on acme/lib#77 (proposed upstream) for the fused kernel.", {"acme/lib#77": "followup"}),
+    ("Proposed upstream: acme/lib#77", {"acme/lib#77": "followup"}),
     ("Proper fix in #455.", {"#455": "followup"}),
     ('@pytest.mark.skip(reason="hangs on the CPU runner; fix in #455")', {"#455": "followup"}),
     ("TODO: remove the retry after #455", {"#455": "followup"}),
@@ -598,6 +617,21 @@ def test_a_link_at_the_start_of_a_sentence_hides_its_text() -> None:
 
 def test_a_reverted_commit_in_code_is_no_revert() -> None:
     assert sentences("`This reverts commit abcdef1234.`", "commit") == []
+
+
+@pytest.mark.parametrize(("text", "targets"), [
+    ("reverted upstream (sgl-project/sglang#31625 -> #31927).", ["sgl-project/sglang#31625",
+                                                                 "sgl-project/sglang#31927"]),
+    ("acme/lib#1 → #2 → #3", ["acme/lib#1", "acme/lib#2", "acme/lib#3"]),
+    ("acme/lib#1 => #2, and #3", ["acme/lib#1", "acme/lib#2", "octo/widgets#3"]),
+    ("#1 -> #2", ["octo/widgets#1", "octo/widgets#2"]),
+    ("acme/lib#1 and #2", ["acme/lib#1", "octo/widgets#2"]),  # as GitHub links it: no arrow, this repository
+])
+def test_an_arrow_from_another_repositorys_reference_keeps_its_repository(text: str,
+                                                                          targets: list[str]) -> None:
+    found = find_mentions([Text("diff", text, path="Dockerfile", line=3)], owner=OWNER, repo=REPO,
+                          number=NUMBER)
+    assert [mention.target for mention in found] == targets
 
 
 def test_a_path_is_not_a_repository() -> None:

@@ -337,9 +337,9 @@ def test_steps_are_recorded_in_the_sandbox_as_hydra_overrides(tmp_path: Path) ->
     assert {suite.entry for suite in matrix.suites} == {"verl.trainer.main_ppo"}
     assert suites["e2e_ppo_trainer_fsdp:6"].env == {"HF_ENDPOINT": "https://hf-mirror.com",
                                                     "VLLM_USE_V1": "1"}
-    # the SFT step launches torchrun with another entry; `tee` into the read-only tree fails after the launch
-    # was recorded, so the PPO steps are partial captures that still count
-    assert len(matrix.partial) == 3 and all("status 1" in f.reason for f in matrix.partial)
+    # the SFT step launches torchrun with another entry; `tee` into the read-only tree writes no log, and (as
+    # on CI, where it can) the step goes on: the PPO steps are complete captures
+    assert matrix.partial == ()
     assert [f.script.removeprefix(WORKFLOW_PATH + ":") for f in matrix.no_entry] == ["e2e_ppo_trainer_fsdp:7"]
     assert matrix.disabled == (f"{WORKFLOW_PATH}:e2e_switched_off",)
     assert (matrix.scripts, matrix.captured, matrix.failed) == (4, 3, ())

@@ -185,7 +185,9 @@ def push_main(fake: FakeGitHub, settings: Settings, base_url: str, base_sha: str
     return None
 
 
-def report(outcome: Outcome, settings: Settings, say: Say) -> None:
+def report(outcome: Outcome, settings: Settings, say: Say, *, serving: bool) -> None:
+    """What the App posted; the dashboard's address only while SERVING (with --once the service stops as
+    soon as this is printed, and an address that answers nothing would be a dead end)."""
     if outcome.error is not None or outcome.check is None:
         say(f"no result: {outcome.error}")
         return
@@ -202,8 +204,9 @@ def report(outcome: Outcome, settings: Settings, say: Say) -> None:
     if health is not None:
         say(f"main of {REPO} at {health['sha'][:12]}: accepts {health['accepted']} of {health['suites']} CI "
             "suites (its health, checked after the push to it)")
-    say(f"the dashboard: http://127.0.0.1:{settings.port}/ (risk windows and this run), "
-        f"http://127.0.0.1:{settings.port}/repositories/{REPO} (its default branch: matrix, acceptance)")
+    if serving:
+        say(f"the dashboard: http://127.0.0.1:{settings.port}/ (risk windows and this run), "
+            f"http://127.0.0.1:{settings.port}/repositories/{REPO} (its default branch: matrix, acceptance)")
 
 
 def analysed(check: FakeCheckRun | None) -> bool:
@@ -231,8 +234,9 @@ def run(port: int, *, once: bool, say: Say) -> int:
 
             def then_report() -> None:
                 drive(fake, settings, shas, outcome, stopped, say)
-                report(outcome, settings, say)
-                if once or not analysed(outcome.check):
+                serving = not once and analysed(outcome.check)
+                report(outcome, settings, say, serving=serving)
+                if not serving:
                     os.kill(os.getpid(), signal.SIGTERM)  # serve stops as on Ctrl-C
                 else:
                     say("the service keeps running: Ctrl-C stops the demo")

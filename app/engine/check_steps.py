@@ -19,6 +19,7 @@ from app.analysis.verdict.verdict import verdict
 from app.engine import validation_cache
 from app.engine.environments import EnvironmentProblem, prepare
 from app.engine.matrix_capture import capture_matrix
+from app.engine.minimal_args import explain_rejections, head_validator
 from app.engine.suite_validation import trace_lines, validate_revision
 from app.sandbox.interpreter import Interpreter
 from app.sandbox.runner import SandboxUnavailable, sandbox_problem
@@ -77,8 +78,12 @@ def run_check(base_tree: Path, head_tree: Path, policy: Policy, *, base_sha: str
     findings = verdict(matrix, base.results, head.results, diff, policy, traced=trace)
     health = assess(matrix, base.results, head.results, trace,
                     max_base_failures=policy.health.max_base_failures, fail_open=policy.health.fail_open)
+    minimize_started = time.monotonic()
+    if health.could_analyse:  # a blind analysis' findings are not worth the search
+        findings = explain_rejections(findings, matrix.suites, head.results, head_validator(
+            head_tree, policy, allow_unsandboxed=allow_unsandboxed, interpreter=interpreter))
     timing = Timing(capture_s=capture_s, base_s=base.seconds, head_s=head.seconds,
-                    total_s=time.monotonic() - started)
+                    minimize_s=time.monotonic() - minimize_started, total_s=time.monotonic() - started)
     return CheckReport(base_sha, head_sha, validation_changed=True, changed_paths=changed, matrix=matrix,
                        base=base.results, head=head.results, findings=tuple(findings), capture_cached=cached,
                        base_cached=base.cached, sandboxed=base.sandboxed and head.sandboxed, timing=timing,
@@ -260,4 +265,6 @@ def _text(path: Path) -> str | None:
 
 def policy_label(policy: Policy) -> str:
     """How `prtriage env list` names the policies that used an environment: by what it validates."""
-    return f"{policy.validation.entry} ({', '.join(policy.validation.paths[:2])})"
+    validated = ("launches to their boundary" if policy.validation.to_boundary
+                 else " or ".join(policy.validation.entries))
+    return f"{validated} ({', '.join(policy.validation.paths[:2])})"

@@ -64,10 +64,14 @@ def _uid_base() -> int:
     return int(raw)
 
 
-def sandbox_argv(bwrap: str, view: View, limits: Limits, *, info_fd: int, command: list[str]) -> list[str]:
-    """The bubblewrap that runs `command` (as uid 65534 inside, no network, read-only but /tmp)."""
+def sandbox_argv(bwrap: str, view: View, limits: Limits, *, info_fd: int, command: list[str],
+                 seccomp_fd: int | None = None) -> list[str]:
+    """The bubblewrap that runs `command` (as uid 65534 inside, no network, read-only but /tmp), under the
+    seccomp filter read from `seccomp_fd` (app/sandbox/seccomp.py) when one is given."""
+    seccomp = ["--seccomp", str(seccomp_fd)] if seccomp_fd is not None else []
     return [bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
             "--new-session", "--cap-drop", "ALL", "--uid", str(SANDBOX_ID), "--gid", str(SANDBOX_ID),
+            *seccomp,
             # scratch mounts first: an interpreter installed under /tmp must stay visible over the tmpfs
             "--info-fd", str(info_fd), *_scratch_args(limits), *_view_args(view),
             "--chdir", REPO, "--clearenv", *_setenv_args(SANDBOX_ENV),

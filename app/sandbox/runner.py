@@ -9,6 +9,7 @@ from $PRTRIAGE_SANDBOX_UID (default 2000000000) up.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -35,9 +36,12 @@ from app.sandbox.bwrap import (
 from app.sandbox.interpreter import Interpreter, bare_interpreter
 from app.sandbox.limits import describe_status, rlimit_setter
 from app.sandbox.memory import MemoryCgroup, memory_cgroup
+from app.sandbox.seccomp import UnsupportedMachine, filter_fd
 from app.sandbox.stage import TOOLS, find_tools, launch_prefix, stage_view, staging_dir
 from app.sandbox.supervise import SandboxInit, Watch, supervise
 from app.sandbox.view import HARNESS, JOB, REPO, build_view
+
+log = logging.getLogger(__name__)
 
 HARNESS_DIR = package_file("app.sandbox", "harness")
 REAPER = package_file("app.sandbox", "reap.py")
@@ -58,6 +62,7 @@ class SandboxSpec:
     allow_unsandboxed: bool = False
     harness_dir: Path | None = None  # default: app/sandbox/harness
     interpreter: Interpreter | None = None  # the analysis environment; default: the standard library alone
+    seccomp: bool = True  # the sandbox's seccomp filter (app/sandbox/seccomp.py); off only to measure it
 
 
 @dataclass
@@ -129,17 +134,18 @@ def run_harness(spec: SandboxSpec, *, on_message: Callable[[dict[str, Any]], Non
         command = [interpreter.python, "-B", "-s", f"{HARNESS}/{spec.program}", f"{JOB}/job.json"]
         return _run_sandboxed(binary, workspace, repo_dir=repo_dir, harness_dir=harness_dir,
                               limits=spec.limits, command=command, on_message=on_message,
-                              interpreter=interpreter)
+                              interpreter=interpreter, seccomp=spec.seccomp)
 
 
 def _run_sandboxed(binary: str, workspace: _Workspace, *, repo_dir: Path, harness_dir: Path,
                    limits: Limits, command: list[str],
                    on_message: Callable[[dict[str, Any]], None] | None,
-                   interpreter: Interpreter) -> SandboxRun:
+                   interpreter: Interpreter, seccomp: bool = True) -> SandboxRun:
     view = build_view(repo_dir=repo_dir, harness_dir=harness_dir, job_dir=workspace.job_dir,
                       empty_dir=workspace.empty_dir, interpreter=interpreter)
     info_read, info_write = os.pipe()
     init = SandboxInit(info_read)
+    filter_read = _seccomp_fd() if seccomp else None
     with ExitStack() as stack:
         try:
             prefix: list[str] = []
@@ -148,16 +154,28 @@ def _run_sandboxed(binary: str, workspace: _Workspace, *, repo_dir: Path, harnes
                 prefix = launch_prefix(mounts, tools=find_tools(), uid=stack.enter_context(sandbox_uid()))
             # the reaper first: it stays the parent of whatever bubblewrap leaves (see app/sandbox/reap.py)
             argv = [sys.executable, "-I", "-S", "-B", str(REAPER), *prefix,
-                    *sandbox_argv(binary, view, limits, info_fd=info_write, command=command)]
+                    *sandbox_argv(binary, view, limits, info_fd=info_write, command=command,
+                                  seccomp_fd=filter_read)]
             cgroup = stack.enter_context(memory_cgroup())
-            process = _start(argv, limits, env=LAUNCH_ENV, pass_fds=(info_write,), cgroup=cgroup)
+            passed = (info_write,) if filter_read is None else (info_write, filter_read)
+            process = _start(argv, limits, env=LAUNCH_ENV, pass_fds=passed, cgroup=cgroup)
         except BaseException:
             init.close()
             raise
         finally:
             os.close(info_write)
+            if filter_read is not None:
+                os.close(filter_read)
         watch = supervise(process, limits, on_message=on_message, init=init, guard=_guard(cgroup))
         return _result(watch, sandboxed=True)
+
+
+def _seccomp_fd() -> int | None:
+    try:
+        return filter_fd()
+    except UnsupportedMachine as exc:  # the namespaces, rlimits and dropped capabilities still hold
+        log.warning("sandbox without its seccomp filter: %s", exc)
+        return None
 
 
 def _run_unsandboxed(spec: SandboxSpec, repo_dir: Path, harness_dir: Path,

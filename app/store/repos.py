@@ -126,6 +126,20 @@ def get_pull_request(session: Session, *, repo: str, number: int) -> PullRequest
                                                      PullRequest.number == number)).one_or_none()
 
 
+def stored_installation_of(session: Session, *, repository_id: int,
+                           other_than: int) -> tuple[int, str] | None:
+    """(installation id, name) of the repository when an installation other than OTHER_THAN holds it (not
+    uninstalled, the repository not removed from it)."""
+    stored = session.get(Repository, repository_id)
+    if (stored is None or stored.installation_id is None or stored.installation_id == other_than
+            or stored.removed_at is not None):
+        return None
+    holder = session.get(Installation, stored.installation_id)
+    if holder is not None and holder.state == "deleted":
+        return None
+    return stored.installation_id, stored.full_name
+
+
 def identity_conflicts(session: Session, *, repository_id: int, installation_id: int | None,
                        number: int | None = None, github_id: int | None = None) -> list[str]:
     """How a delivery's ids disagree with what is stored: the repository under another live installation,

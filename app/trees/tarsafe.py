@@ -10,7 +10,6 @@ import lzma
 import os
 import posixpath
 import re
-import shutil
 import tarfile
 import zlib
 from dataclasses import dataclass
@@ -38,6 +37,15 @@ class ArchiveLimits:
 
     max_tree_bytes: int = 2 << 30
     max_files: int = 200_000
+    # GitHub refuses a pushed file over 100 MiB; a larger one is refused at its header, before any is written
+    max_file_bytes: int = 100 << 20
+    # A file system's NAME_MAX is 255 bytes and PATH_MAX 4096: the rest is left to the cache directory's path
+    max_name_bytes: int = 255
+    max_path_bytes: int = 3072
+    # A run of zeros compresses about 1000:1, source code 3-10:1: past `ratio_floor_bytes` unpacked, a tree
+    # unpacking to more than `max_ratio` times the bytes read is refused while its file is being written
+    max_ratio: int = 200
+    ratio_floor_bytes: int = 64 << 20
     # tarfile reads a pax or GNU long-name header whole, before any check of ours could run: a 2 GiB one
     # compresses to a few MB. Real ones hold a path or two (PATH_MAX is 4096).
     max_header_bytes: int = 64 << 10
@@ -54,9 +62,10 @@ def extract_tree(archive: IO[bytes], dest: Path, *, limits: ArchiveLimits = Arch
     `max_files` entries or `max_tree_bytes` bytes. Files are created exclusively, never through a link, with
     modes 0644 or 0755 (no setuid, no group or world write); directories 0755.
     """
-    unpacker = _Unpacker(dest, limits, outward_links)
+    counted = _Counted(archive)
+    unpacker = _Unpacker(dest, limits, outward_links, counted)
     try:
-        guarded = _HeaderGuard(_decompressed(archive), limits)
+        guarded = _HeaderGuard(_decompressed(counted), limits)
         with tarfile.open(fileobj=guarded, mode="r|") as tar:  # type: ignore[call-overload]
             for member in tar:
                 unpacker.add(tar, member)
@@ -75,6 +84,18 @@ OCTAL = re.compile(rb"[0-7]*")
 
 class _Readable(Protocol):
     def read(self, size: int = -1, /) -> bytes: ...
+
+
+class _Counted:
+    """The archive as read, counting its bytes (compressed, when it is): what the unpacked size is held to."""
+
+    def __init__(self, stream: _Readable) -> None:
+        self.stream, self.bytes_read = stream, 0
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.stream.read(size)
+        self.bytes_read += len(data)
+        return data
 
 
 class _Prefixed:
@@ -266,8 +287,10 @@ def _resolve(path: str, links: dict[str, str], hops: int = 0) -> list[str] | Non
 class _Unpacker:
     """Writes the entries of one archive under DEST, each checked before anything of it is written."""
 
-    def __init__(self, dest: Path, limits: ArchiveLimits, outward_links: OutwardLinks) -> None:
+    def __init__(self, dest: Path, limits: ArchiveLimits, outward_links: OutwardLinks,
+                 read: _Counted) -> None:
         self.dest = dest
+        self.read = read
         self.limits = limits
         self.outward_links = outward_links
         self.root: str | None = None
@@ -311,6 +334,7 @@ class _Unpacker:
             raise ArchiveRefused(f"{name!r}: path traversal ('..')")
         if not parts:
             raise ArchiveRefused(f"{name!r}: an entry without a name")
+        self._check_length(name, parts)
         if self.root is None:
             self.root = parts[0]
         elif parts[0] != self.root:
@@ -320,6 +344,17 @@ class _Unpacker:
                 raise ArchiveRefused(f"{name!r}: not inside a top-level directory")
             return None
         return "/".join(parts[1:])
+
+    def _check_length(self, name: str, parts: list[str]) -> None:
+        """Refused here, with their reason: the file system would refuse them later, as an unclear OSError."""
+        length = len(os.fsencode(name))
+        if length > self.limits.max_path_bytes:
+            raise ArchiveRefused(f"{name[:64]!r}…: a path of {length} bytes (more than the "
+                                 f"{self.limits.max_path_bytes} allowed)")
+        longest = max(parts, key=lambda part: len(os.fsencode(part)))
+        if len(os.fsencode(longest)) > self.limits.max_name_bytes:
+            raise ArchiveRefused(f"{name[:64]!r}…: a name of {len(os.fsencode(longest))} bytes (file "
+                                 f"systems allow {self.limits.max_name_bytes})")
 
     def _check_parents(self, member: tarfile.TarInfo, path: str) -> None:
         parts = path.split("/")
@@ -334,17 +369,28 @@ class _Unpacker:
             (self.dest / "/".join(parts[:-1])).mkdir(mode=0o755, parents=True, exist_ok=True)
 
     def _write(self, tar: tarfile.TarFile, member: tarfile.TarInfo, path: str) -> None:
-        self.size += member.size
-        if self.size > self.limits.max_tree_bytes:
+        if member.size > self.limits.max_file_bytes:
+            raise ArchiveRefused(f"{member.name!r}: a file of {member.size} bytes (more than the "
+                                 f"{self.limits.max_file_bytes} allowed)")
+        if self.size + member.size > self.limits.max_tree_bytes:
             raise ArchiveRefused(f"unpacks to more than the {self.limits.max_tree_bytes} bytes allowed")
         source = tar.extractfile(member)
         assert source is not None  # a regular file always has content
         target = self.dest / path
         descriptor = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         with os.fdopen(descriptor, "wb") as written, source:
-            shutil.copyfileobj(source, written, CHUNK)
+            while chunk := source.read(CHUNK):
+                written.write(chunk)
+                self.size += len(chunk)
+                self._check_ratio(member)
         target.chmod(0o755 if member.mode & 0o111 else 0o644)  # no setuid, no group or world write
         self.kinds[path] = "file"
+
+    def _check_ratio(self, member: tarfile.TarInfo) -> None:
+        limits = self.limits
+        if self.size > limits.ratio_floor_bytes and self.size > limits.max_ratio * self.read.bytes_read:
+            raise ArchiveRefused(f"{member.name!r}: the archive unpacks to more than {self.limits.max_ratio} "
+                                 f"times its size (a compression bomb, or a blob of zeros)")
 
     def _symlink(self, member: tarfile.TarInfo, path: str) -> None:
         target = member.linkname

@@ -7,43 +7,36 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from app.analysis.core.policy import (
-    POLICIES_DIR,
-    Policy,
-    PolicyError,
-    builtin_policy,
-    load_policy,
-    parse_policy,
-)
+from app.analysis.core.policy import Policy, PolicyError, load_policy, parse_policy
+from app.analysis.core.policy_origin import REPO_POLICY, PolicyOrigin, base_origin, builtin_for
 from app.github import GitHubClient
 
-REPO_POLICY = ".github/pr-triage.yml"  # read at the base sha only: a PR cannot change its own verdict
+__all__ = ["REPO_POLICY", "policy_at_base", "policy_with_source"]  # read at the base sha only
 
 
-def policy_at_base(client: GitHubClient, owner: str, repo: str, base_sha: str) -> Policy:
-    """The repository's own policy at the BASE sha, else the built-in one for it, else the default."""
-    return policy_with_source(client, owner, repo, base_sha)[0]
+def policy_at_base(client: GitHubClient, owner: str, repo: str, base_sha: str) -> tuple[Policy, PolicyOrigin]:
+    """The repository's own policy at the BASE sha (a PR cannot change its own verdict), else the built-in one
+    for it, else the default; with where it came from (the report says it)."""
+    data = client.get_file(owner, repo, REPO_POLICY, base_sha)
+    if data is None:
+        return _builtin(owner, repo)
+    source = f"{owner}/{repo}@{base_sha[:12]}:{REPO_POLICY}"
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise PolicyError(f"{source}: not UTF-8 text") from None
+    return parse_policy(text, source), base_origin(f"{owner}/{repo}")
 
 
 def policy_with_source(client: GitHubClient, owner: str, repo: str,
                        sha: str) -> tuple[Policy, dict[str, Any]]:
     """The policy at SHA and `{"source": "base"|"builtin"|"default", "path", "repository"}`."""
-    data = client.get_file(owner, repo, REPO_POLICY, sha)
-    full_name = f"{owner}/{repo}"
-    if data is None:
-        path = builtin_policy(owner, repo)
-        kind = "default" if path.name == "default.yml" and path.parent == POLICIES_DIR else "builtin"
-        return _builtin(owner, repo), {"source": kind, "path": f"policies/{path.relative_to(POLICIES_DIR)}",
-                                       "repository": full_name}
-    source = f"{owner}/{repo}@{sha[:12]}:{REPO_POLICY}"
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise PolicyError(f"{source}: not UTF-8 text") from None
-    return parse_policy(text, source), {"source": "base", "path": REPO_POLICY, "repository": full_name}
+    policy, origin = policy_at_base(client, owner, repo, sha)
+    return policy, origin.to_json()
 
 
 @functools.lru_cache(maxsize=256)
-def _builtin(owner: str, repo: str) -> Policy:
+def _builtin(owner: str, repo: str) -> tuple[Policy, PolicyOrigin]:
     """The built-in policy for OWNER/REPO (parsed once: policies/ is part of the installed code)."""
-    return load_policy(builtin_policy(owner, repo))
+    path, origin = builtin_for(f"{owner}/{repo}", "the pull request")
+    return load_policy(path), origin

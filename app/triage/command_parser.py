@@ -75,8 +75,9 @@ def parse_line(line: str) -> Command | Invalid:
     match = _COMMAND.match(line)
     if match is None:
         return Invalid(line, f"not a `{PREFIX}` command")
-    verb, _, rest = (match["rest"] or "help").strip().partition(" ")
-    verb, rest = verb.lower(), rest.strip()
+    # any whitespace parts the verb from the rest, as the page shows a tab: `ack<TAB>reason` is an ack
+    words = (match["rest"] or "").split() or ["help"]
+    verb, rest = words[0].lower(), " ".join(words[1:])
     if verb == "help":
         return Command("help")
     if verb == "rerun":
@@ -128,7 +129,9 @@ def _rendered_lines(children: Sequence[Token]) -> Iterator[str]:
     line: list[Token] = []
     for child in [*children, None]:
         if child is not None and child.type not in ("softbreak", "hardbreak"):
-            line.append(child)
+            # markdown-it puts an empty text token before `**`: the page shows nothing, the line starts after
+            if child.type != "text" or child.content or line:
+                line.append(child)
             continue
         if line and line[0].type == "text":
             shown = itertools.takewhile(lambda token: token.type != "html_inline", line)

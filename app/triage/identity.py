@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from app.github import GitHubError
 from app.github.github_models import PullInfo
 from app.service.services import Services
-from app.store.queries import identity_conflicts
+from app.store.queries import identity_conflicts, stored_installation_of
 from app.store.session import session_scope
-from app.triage.job_payloads import RepositoryRef
+from app.triage.job_payloads import InstallationJob, RepositoryRef
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +39,31 @@ def check_identity(services: Services, *, repository: RepositoryRef, installatio
         problems = [p for p in problems if p not in installation_moved]  # transferred: GitHub agrees
     if problems:
         _refuse("; ".join(problems))
+
+
+def check_installation(services: Services, job: InstallationJob) -> frozenset[int]:
+    """IdentityRefused when a repository the installation delivery adds or removes is stored under another
+    live installation and GitHub does not say it moved. Returns the ids of removals GitHub shows are stale
+    (the repository is the other installation's now, a transfer seen out of order): leave those alone."""
+    listed = [(repo, False) for repo in job.added] + [(repo, True) for repo in job.removed]
+    with session_scope(services.sessions, read_only=True) as session:
+        elsewhere = [(repo, removal, stored) for repo, removal in listed
+                     if (stored := stored_installation_of(session, repository_id=repo.id,
+                                                          other_than=job.installation_id)) is not None]
+    stale, problems = set(), []
+    for repo, removal, (holder, stored_name) in elsewhere:
+        on_github = _installation_on_github(services, RepositoryRef(repo.id, repo.full_name or stored_name))
+        if on_github == (holder if removal else job.installation_id):
+            if removal:
+                log.info("installation %s: repository %s is installation %s's, its removal left alone",
+                         job.installation_id, repo.id, holder)
+                stale.add(repo.id)
+            continue
+        problems.append(f"repository {repo.id} belongs to installation {holder}, the delivery "
+                        f"{'removes it from' if removal else 'adds it to'} {job.installation_id}")
+    if problems:
+        _refuse("; ".join(problems))
+    return frozenset(stale)
 
 
 def _installation_on_github(services: Services, repository: RepositoryRef) -> int | None:

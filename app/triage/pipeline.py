@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -65,7 +65,7 @@ from app.triage import main_health, risk_windows
 from app.triage.base_policy import REPO_POLICY as REPO_POLICY  # where tests and tools look for it
 from app.triage.base_policy import policy_at_base
 from app.triage.command_runner import PullComment, run_comment
-from app.triage.identity import IdentityRefused, check_identity
+from app.triage.identity import IdentityRefused, check_identity, check_installation
 from app.triage.job_payloads import (
     ClosedJob,
     CommandJob,
@@ -297,11 +297,14 @@ def _main_health_job(services: Services, guid: str, job: MainHealthJob) -> list[
 
 
 def _installation_job(services: Services, guid: str, job: InstallationJob) -> list[int]:
+    stale = check_installation(services, job)
     with services.writing() as session:
         upsert_installation(session, installation_id=job.installation_id, account_login=job.account_login,
                             account_type=job.account_type, state=job.state)
         for listed, removed in ((job.added, False), (job.removed, True)):
             for repo in listed:
+                if repo.id in stale:  # another installation's now: its row is not this delivery's
+                    continue
                 if not repo.full_name:  # removed, and GitHub left its name out
                     mark_repository_removed(session, repository_id=repo.id)
                     continue
@@ -438,8 +441,8 @@ def analyse(services: Services, client: GitHubClient, target: RunTarget,
     validation path, else from both source trees through the sandboxed engine; plus the findings of the
     PR's text (unmerged prerequisites and follow-ups, what a revert re-opens or fixes)."""
     pull = client.get_pull(target.owner, target.repo, target.number)
-    policy = policy_at_base(client, target.owner, target.repo, target.base_sha)
-    report = _validation_report(services, client, target, pull, policy, progress)
+    policy, origin = policy_at_base(client, target.owner, target.repo, target.base_sha)
+    report = replace(_validation_report(services, client, target, pull, policy, progress), policy=origin)
     return with_findings(report, _text_findings(services, client, target, pull, policy))
 
 

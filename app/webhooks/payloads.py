@@ -160,6 +160,32 @@ class InstallationEvent(Envelope):
     repositories_added: list[Repository] | None = None
     repositories_removed: list[RemovedRepository] | None = None
 
+    @model_validator(mode="after")
+    def _one_account(self) -> InstallationEvent:
+        """An installation is one account's: every repository listed is that account's, each id names one
+        repository and each name one id (a delivery that disagrees with itself would rename or move rows)."""
+        listed = [(repo.id, repo.full_name) for repo in (*(self.repositories or ()),
+                                                          *(self.repositories_added or ()),
+                                                          *(self.repositories_removed or ()))]
+        account = self.installation.account
+        login = account.login if account else None
+        for _, full_name in listed:
+            if login and full_name and full_name.partition("/")[0].lower() != login.lower():
+                raise ValueError("a repository listed is not of the installation's account")
+        _one_to_one([(key, name.lower()) for key, name in listed if key is not None and name], "id", "name")
+        _one_to_one([(name.lower(), key) for key, name in listed if key is not None and name], "name", "id")
+        added = {repo.id for repo in self.repositories_added or ()}
+        if added & {repo.id for repo in self.repositories_removed or ()}:
+            raise ValueError("a repository is listed as added and removed")
+        return self
+
+
+def _one_to_one(pairs: list[tuple[Any, Any]], key: str, value: str) -> None:
+    seen: dict[Any, Any] = {}
+    for left, right in pairs:
+        if seen.setdefault(left, right) != right:
+            raise ValueError(f"a repository {key} is listed with two {value}s")
+
 
 class Issue(Model):
     number: Number

@@ -176,6 +176,16 @@ def test_too_large_unpacked(fake: FakeGitHub, client: GitHubClient, tmp_path: Pa
     assert os.listdir(tmp_path / "cache") == []
 
 
+def test_a_blob_of_zeros_is_neither_written_out_in_full_nor_kept_in_the_cache(
+        fake: FakeGitHub, client: GitHubClient, tmp_path: Path) -> None:
+    size = TreeLimits().max_file_bytes  # the largest file a header may announce
+    fake.set_tarball("octo/widgets", SHA, hostile(entry(f"{TOP}/zeros", content=bytes(size))))
+
+    with pytest.raises(TarballRefused, match="unpacks to more than 200 times its size"):
+        download_tree(client, "octo", "widgets", SHA, tmp_path / "cache")
+    assert os.listdir(tmp_path / "cache") == []
+
+
 def test_a_symlink_chain_that_stays_inside_is_kept(fake: FakeGitHub, client: GitHubClient, tmp_path: Path):
     fake.set_tarball("octo/widgets", SHA, hostile(
         entry(f"{TOP}/pkg/", tarfile.DIRTYPE, mode=0o755), entry(f"{TOP}/pkg/real.py", content=b"x = 1\n"),

@@ -5,6 +5,7 @@ and the store on SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -12,7 +13,7 @@ from sqlalchemy import select
 
 from app.demo.localgithub import FakeGitHub
 from app.service.services import Services
-from app.store.models import Delivery, PullRequest, Repository, TriageRun
+from app.store.models import Delivery, Installation, PullRequest, Repository, TriageRun
 from app.store.queries import fail_run, start_run, upsert_installation, upsert_pull_request, upsert_repository
 from app.store.session import session_scope
 from app.triage.command_runner import PullComment, run_comment
@@ -179,3 +180,122 @@ def test_a_pull_request_stored_with_another_github_id_is_refused(service: Servic
         f"refused: pull request {repo.id}#{NUMBER} is GitHub's 1, "
         f"the delivery says {repo.id * 100_000 + NUMBER}")
     assert stored(service.services) == before
+
+
+# Installation deliveries: which repositories an installation holds
+
+
+def installation_delivery(installation_id: int, account: str, *, added: Sequence[tuple[int, str]] = (),
+                          removed: Sequence[tuple[int, str | None]] = ()) -> dict[str, Any]:
+    payload = fixture("installation_repositories/added")
+    payload["action"] = "removed" if removed and not added else "added"
+    payload["installation"].update(id=installation_id)
+    payload["installation"]["account"]["login"] = account
+    payload["repositories_added"] = [{"id": key, "full_name": name, "private": False} for key, name in added]
+    payload["repositories_removed"] = [{"id": key, "full_name": name, "private": False}
+                                       for key, name in removed]
+    return payload
+
+
+def installation_rows(services: Services) -> list[tuple[int, str, int | None, bool]]:
+    with session_scope(services.sessions, read_only=True) as session:
+        return [(r.id, r.full_name, r.installation_id, r.removed_at is not None)
+                for r in session.scalars(select(Repository).order_by(Repository.id))]
+
+
+@pytest.mark.parametrize(("added", "removed", "problem"), [
+    ([(7, "mallory/widgets")], [], "a repository listed is not of the installation's account"),
+    ([(7, "acme/widgets"), (7, "acme/gadgets")], [], "a repository id is listed with two names"),
+    ([(7, "acme/widgets"), (8, "ACME/Widgets")], [], "a repository name is listed with two ids"),
+    ([(7, "acme/widgets")], [(7, "acme/widgets")], "a repository is listed as added and removed"),
+    ([], [(7, "mallory/widgets")], "a repository listed is not of the installation's account"),
+])
+def test_an_installation_delivery_that_disagrees_with_itself_is_400_and_not_stored(
+        service: Service, added: list[tuple[int, str]], removed: list[tuple[int, str]], problem: str) -> None:
+    answer = service.post("installation_repositories", installation_delivery(2, "acme", added=added,
+                                                                            removed=removed))
+
+    assert answer.status_code == 400
+    assert answer.json()["message"] == f"payload is inconsistent: {problem}"
+    assert service.deliveries() == []
+    assert installation_rows(service.services) == []
+
+
+def held_by_installation_1(service: Service, fake: FakeGitHub) -> int:
+    """REPO stored as installation 1's, and GitHub agreeing."""
+    repo = fake.add_repo(REPO, installation_id=1)
+    with service.services.writing() as session:
+        upsert_installation(session, installation_id=1, account_login="acme")
+        upsert_repository(session, repository_id=repo.id, full_name=REPO, private=False, installation_id=1)
+    return repo.id
+
+
+def transfer(fake: FakeGitHub, full_name: str, installation_id: int) -> None:
+    """GitHub moves the repository to another installation of the App (a transfer, or a reinstall)."""
+    repo = fake.repo(full_name)
+    assert repo is not None
+    fake.installations[repo.installation_id].repos.discard(full_name.lower())
+    fake.add_installation(installation_id, repo.owner).repos.add(full_name.lower())
+    repo.installation_id = installation_id
+
+
+def test_adding_another_installations_repository_is_refused_and_stores_nothing(
+        service: Service, fake_github: FakeGitHub) -> None:
+    repo_id = held_by_installation_1(service, fake_github)
+    before = installation_rows(service.services)
+    guid = str(uuid.uuid4())
+
+    payload = installation_delivery(2, "acme", added=[(repo_id, REPO), (repo_id + 1000, "acme/new")])
+    answer = service.post("installation_repositories", payload, guid=guid)
+    assert answer.status_code == 202
+    service.drain()
+
+    assert delivery_of(service, guid).error == (f"refused: repository {repo_id} belongs to installation 1, "
+                                                f"the delivery adds it to 2")
+    assert installation_rows(service.services) == before  # not even the other repository
+    with session_scope(service.services.sessions, read_only=True) as session:
+        assert session.get(Installation, 2) is None
+
+
+def test_removing_another_installations_repository_leaves_its_row_alone(service: Service,
+                                                                       fake_github: FakeGitHub) -> None:
+    repo_id = held_by_installation_1(service, fake_github)
+    before = installation_rows(service.services)
+    for name in (REPO, None):  # GitHub may leave a removed repository's name out
+        payload = installation_delivery(2, "acme", removed=[(repo_id, name)])
+        assert service.post("installation_repositories", payload).status_code == 202
+    service.drain()
+
+    assert [d.status for d in service.deliveries()] == ["processed", "processed"]
+    assert installation_rows(service.services) == before
+
+
+def test_removing_a_repository_where_github_does_not_place_it_is_refused(service: Service,
+                                                                         fake_github: FakeGitHub) -> None:
+    repo_id = held_by_installation_1(service, fake_github)
+    transfer(fake_github, REPO, 2)  # GitHub: installation 2's; stored: 1's; the delivery: removed from 2
+    before = installation_rows(service.services)
+    guid = str(uuid.uuid4())
+
+    payload = installation_delivery(2, "acme", removed=[(repo_id, REPO)])
+    assert service.post("installation_repositories", payload, guid=guid).status_code == 202
+    service.drain()
+
+    assert delivery_of(service, guid).error == (f"refused: repository {repo_id} belongs to installation 1, "
+                                                f"the delivery removes it from 2")
+    assert installation_rows(service.services) == before
+
+
+def test_a_transfer_github_confirms_moves_the_repository_in_either_order(service: Service,
+                                                                         fake_github: FakeGitHub) -> None:
+    repo_id = held_by_installation_1(service, fake_github)
+    transfer(fake_github, REPO, 2)
+
+    added = installation_delivery(2, "acme", added=[(repo_id, REPO)])
+    removed = installation_delivery(1, "acme", removed=[(repo_id, REPO)])
+    assert service.post("installation_repositories", added).status_code == 202
+    assert service.post("installation_repositories", removed).status_code == 202  # late: stale by now
+    service.drain()
+
+    assert [d.status for d in service.deliveries()] == ["processed", "processed"]
+    assert installation_rows(service.services) == [(repo_id, REPO, 2, False)]

@@ -133,6 +133,14 @@ def test_compose_runs_postgresql_redis_the_app_and_workers() -> None:
         assert environment["QUEUE_URL"].startswith("redis://")
         assert "GITHUB_WEBHOOK_SECRET" in environment and "GITHUB_PRIVATE_KEY_PATH" in environment
     assert services["app"]["environment"]["PRTRIAGE_WORKERS"] == "0"
-    for name in ("app", "worker"):  # bubblewrap's namespaces and its own /proc
-        assert {"seccomp=unconfined", "apparmor=unconfined", "systempaths=unconfined"} <= set(
-            services[name]["security_opt"])
+    for name in ("app", "worker"):  # bubblewrap's namespaces and its own /proc, under Docker's profile plus
+        assert {"seccomp=./deploy/seccomp.json", "apparmor=unconfined", "systempaths=unconfined",
+                "no-new-privileges:true"} == set(services[name]["security_opt"])
+        assert (ROOT / "deploy" / "seccomp.json").is_file()
+    for name in ("app", "worker", "migrate"):  # uid 10001, no capability needed
+        assert services[name]["cap_drop"] == ["ALL"] and "cap_add" not in services[name]
+    assert services["migrate"]["security_opt"] == ["no-new-privileges:true"]  # runs no sandbox: no relaxation
+    for name in ("postgres", "redis", "caddy"):
+        assert services[name]["security_opt"] == ["no-new-privileges:true"]
+    assert not any("unconfined" in option and "seccomp" in option
+                   for service in services.values() for option in service.get("security_opt", []))

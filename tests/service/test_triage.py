@@ -67,6 +67,9 @@ def test_a_pull_request_that_edits_the_policy_cannot_change_its_own_verdict(
     assert check.conclusion == "failure"
     asked = [call.query.get("ref") for call in fake.calls("GET", rf"/repos/{MILES}/contents/.*")]
     assert asked == [base]  # the policy is read at the base sha, never at the head
+    assert "policy: .github/pr-triage.yml at the base" in check.output["summary"]
+    [comment] = fake.comments_on(MILES, 11)
+    assert "policy: .github/pr-triage.yml at the base" in comment.body
 
 
 def test_a_pull_request_touching_no_validation_path_is_judged_from_its_file_list(
@@ -79,6 +82,7 @@ def test_a_pull_request_touching_no_validation_path_is_judged_from_its_file_list
     [check] = fake.check_runs(MILES)
     assert (check.status, check.conclusion, check.output["title"]) == (
         "completed", "success", "No validation code changed")
+    assert check.output["summary"].endswith("<br>policy: .github/pr-triage.yml at the base</sub>")
     assert fake.calls("GET", rf"/repos/{MILES}/tarball/.*") == []  # no download, no sandbox
     assert fake.calls("POST", rf"/repos/{MILES}/issues/12/comments") == []  # no comment
     assert [c.id for c in fake.comments_on(MILES, 12)] == [someone_elses]
@@ -166,6 +170,20 @@ def test_a_triage_that_cannot_run_completes_its_check_as_action_required_with_th
     [run] = service.runs()
     assert run.status == "failed" and run.error is not None and reason in run.error
     assert fake.comments_on(MILES, 16) == []
+
+
+def test_without_a_sandbox_the_check_completes_action_required_never_neutral(
+        service: Service, miles: FakeGitHub, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # what a container started without the sandbox's security options amounts to (Dockerfile, compose.yaml)
+    monkeypatch.setenv("PRTRIAGE_BWRAP", str(tmp_path / "no-bwrap-here"))
+    miles.add_pull(MILES, 18, head_sha=INCIDENT, base_sha=BASE, files=[ARGUMENTS])
+    deliver(service, miles, "opened", 18, INCIDENT)
+    service.drain()
+    [check] = miles.check_runs(MILES)
+    assert (check.status, check.conclusion, check.output["title"]) == (
+        "completed", "action_required", "Triage could not run")
+    assert "bubblewrap not found" in check.output["summary"]
+    assert [(run.status, run.conclusion) for run in service.runs()] == [("failed", "action_required")]
 
 
 def test_an_analysis_environment_that_cannot_be_built_completes_the_check_action_required(

@@ -71,6 +71,23 @@ _REVERT = (  # GitHub's title first: Revert "<the reverted PR's title, ending in
     rf"\b(?:reverts?|reverting|(?:is|as)\s+an?\s+(?:partial\s+)?revert\s+of|rolls?\s+back|rolling\s+back"
     rf"|backs?\s+out|backing\s+out)\s+(?:commit\s+|the\s+changes\s+(?:of|from|in)\s+)?{_T}",
 )
+_OFF = (r"(?:disabl\w*|skip(?:s|ped|ping)?|xfail\w*|mut(?:e|es|ed|ing)|quarantin\w*|turn(?:s|ed|ing)?\s+off"
+        r"|switch(?:es|ed|ing)?\s+off)")
+_BACK_ON = (r"(?:re-?enabl\w*|un-?skip\w*|un-?mut\w*|(?:turn|switch)(?:s|ed|ing)?\s+(?:\w+\s+){0,3}?back\s+on"
+            r"|bring\w*\s+(?:\w+\s+){0,3}?back)")
+_DISABLED_TEST = (  # a test turned off pending other work promises to turn it back on: work left to it
+    rf"\b{_BACK_ON}\b[^.;{REF[0]}]{{0,80}}?\b(?:after|until|till|once|when|with|pending){_S}{_T}",
+    rf"\b{_OFF}\b[^.;{REF[0]}]{{0,80}}?\b(?:until|till|pending|while\s+waiting\s+for){_S}{_T}",
+    rf"{REF}\s*[:;,\u2013\u2014-]+\s*[^.;{REF[0]}]{{0,60}}?\b{_BACK_ON}\b[^.;{REF[0]}]{{0,60}}?"
+    rf"\b(?:after|until|once|when)\s+(?:that|it|this|they)\b",  # "#5 — re-enable once that lands"
+)
+# A line the PR adds saying a feature relies on work proposed in another project: a dependency to track
+# (a window when this merges while it is unmerged), not a prerequisite that blocks.
+_PROPOSED_UPSTREAM = (
+    rf"\brel(?:y|ies|ied|ying)\s+on\b[^.;{REF[0]}]{{0,120}}?\bproposed\s+upstream\b[^.;{REF[0]}]{{0,60}}?{REF}",
+    rf"\bproposed\s+upstream\s*(?:in|at|as|via|:|-)?{_S}{_T}",
+    rf"\brel(?:y|ies|ied|ying)\s+on{_S}{_T}\s*\)?\s*[(,-]?\s*(?:\w+\s+){{0,2}}?proposed\s+upstream\b",
+)
 _CONDITION = (  # another change being done as a condition: looked at before TODOs and mentions
     rf"\b(?:after|until|till|once|when)\s+{_T}\s*(?:\([^)]{{0,60}}\)\s*)?\)?\s*[*_]{{0,2}}{_LANDS}",
     rf"{REF}\s*[:;,\u2013\u2014-]+\s*[^.;{REF[0]}]{{0,60}}?\b(?:after|until|once|when)\s+(?:that|it|this|they)\s+"
@@ -170,6 +187,7 @@ def _compiled(patterns: Iterable[str]) -> tuple[re.Pattern[str], ...]:
 # (kind, patterns, whether a negation before the trigger cancels it); the first rule that holds wins.
 RULES: tuple[tuple[ReferenceKind, tuple[re.Pattern[str], ...], bool], ...] = (
     ("revert", _compiled(_REVERT), True),
+    ("followup", _compiled(_DISABLED_TEST + _PROPOSED_UPSTREAM), True),
     ("prerequisite", _compiled(_CONDITION), True),
     ("followup", _compiled(_TODO), True),
     ("mention", _compiled(_MENTION), False),
@@ -257,7 +275,9 @@ def classify(mention: Mention, same_sentence: Sequence[Mention] = (), *,
 @functools.lru_cache(maxsize=4096)  # a sentence of the same reference again and again is classified once
 def _by_rules(marked: str, series: Position | None) -> ReferenceKind:
     for index, (kind, patterns, negatable) in enumerate(RULES):
-        if index == 1:  # after the revert's grammar, a part of this PR's series says where it stands
+        # after the revert's grammar and a disabled test's promise, a part of this PR's series says where it
+        # stands
+        if index == 2:
             place = place_of(marked, REF, OTHER, series)
             if place is not None:
                 return _SERIES_KIND[place]

@@ -49,6 +49,7 @@ _ANY_URL = re.compile(r"https?://[^\s<>\"'`()\[\]]+(?:\([^\s<>\"'`()]*\)[^\s<>\"
 _SLUG = r"(?P<owner>[A-Za-z0-9](?:[A-Za-z0-9-]{0,38}))/(?P<repo>[A-Za-z0-9_.-]{1,100})"
 _CROSS = re.compile(rf"(?<![\w./@-]){_SLUG}#(?P<number>\d{{1,10}})(?![\w-])")
 _LOCAL = re.compile(r"(?<![\w&/#-])#(?P<number>\d{1,10})(?![\w-])")
+_ARROW = re.compile(r"\s*(?:-{1,2}>|=>|\u2192|\u21d2|\u27f6)\s*")  # ->, -->, =>, →, ⇒, ⟶
 _GH = re.compile(r"(?<![\w/-])GH-(?P<number>\d{1,10})(?![\w-])", re.I)
 _REVERTED_COMMIT = re.compile(r"\breverts\s+commit\s+(?P<sha>[0-9a-f]{7,64})\b", re.I)
 
@@ -387,7 +388,22 @@ def _mentions_in(sentence: str, source: Source, owner: str, repo: str, url: re.P
                 take(match.start(), match.end())
                 slug = match.groupdict()
                 found.append(mention(slug.get("owner") or owner, slug.get("repo") or repo, match))
-    yield from sorted(found, key=lambda m: m.start)
+    yield from _arrows_keep_repository(sorted(found, key=lambda m: m.start), owner, repo)
+
+
+def _arrows_keep_repository(found: list[Mention], owner: str, repo: str) -> list[Mention]:
+    """`sgl-project/sglang#31625 -> #31927`: a bare number an arrow leads to from another repository's
+    reference is that repository's (one PR replaced by the next there), not this one's."""
+    kept: list[Mention] = []
+    for mention in found:
+        before = kept[-1] if kept else None
+        bare = mention.sentence[mention.start:mention.end].startswith("#")
+        if (before is not None and bare and (before.owner, before.repo) != (owner, repo)
+                and before.number is not None
+                and _ARROW.fullmatch(mention.sentence, before.end, mention.start)):
+            mention = dataclasses.replace(mention, owner=before.owner, repo=before.repo)
+        kept.append(mention)
+    return kept
 
 
 def _number_ok(match: re.Match[str]) -> bool:

@@ -131,8 +131,10 @@ def doctor_json(health: Health, revision: str | None) -> str:
     return json.dumps(document, indent=2) + "\n"
 
 
-def doctor_text(health: Health, revision: str) -> str:
-    lines = [f"doctor: {revision}", f"health: {summary_line(health)}"]
+def doctor_text(health: Health, revision: str, policy: str | None = None) -> str:
+    """POLICY: which policy, and why (policy_origin.PolicyOrigin.describe)."""
+    lines = [f"doctor: {revision}", *([f"policy: {policy}"] if policy else []),
+             f"health: {summary_line(health)}"]
     lines += _capture_lines(health)
     diagnoses = [d for d in diagnose(health) if d.where == "base"]
     if diagnoses:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from app.analysis.core.model import Finding, Matrix, Outcome, SuiteResult
+from app.analysis.core.policy_origin import PolicyOrigin
 from app.analysis.verdict.health import Health
 
 EMPTY_MATRIX = Matrix(suites=(), scripts=0, captured=0)
@@ -22,6 +23,7 @@ class Timing:
     capture_s: float = 0.0
     base_s: float = 0.0
     head_s: float = 0.0
+    minimize_s: float = 0.0  # the search for the arguments each new rejection needs
     total_s: float = 0.0
 
 
@@ -40,6 +42,7 @@ class CheckReport:
     sandboxed: bool = True  # False only when repository code ran outside the sandbox
     timing: Timing = Timing()
     health: Health | None = None  # None on the fast path: nothing was replayed, nothing to see
+    policy: PolicyOrigin | None = None  # which policy judged, and why that one
 
     @property
     def could_analyse(self) -> bool:

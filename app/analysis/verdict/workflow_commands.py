@@ -10,7 +10,7 @@ import os
 
 from app.analysis.core.model import Finding
 from app.analysis.verdict.health import summary_line
-from app.analysis.verdict.render import UNSANDBOXED, headline
+from app.analysis.verdict.render import UNSANDBOXED, because, headline
 from app.analysis.verdict.report import CheckReport
 
 COMMAND_OF_SEVERITY = {"blocking": "error", "warning": "warning", "info": "notice"}
@@ -25,6 +25,13 @@ def escape_data(text: str) -> str:
 def escape_property(text: str) -> str:
     """A command's property value (`escapeProperty`): also `:` and `,`, which end a property."""
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def plain(text: str) -> str:
+    """A line that is no command: on one line, and never starting with `::`. GitHub unescapes `%25` only
+    inside a command, so a plain line keeps its `%` (a health of `(100%)`, not `(100%25)`)."""
+    flat = " ".join(text.split())
+    return f"> {flat}" if flat.startswith("::") else flat
 
 
 def command(name: str, message: str, **properties: str | int | None) -> str:
@@ -46,19 +53,22 @@ def _suites(finding: Finding) -> str:
 def annotation(finding: Finding) -> str:
     """The finding on its line (or on no file when it has none): error, warning or notice by severity."""
     title = f"prtriage: {finding.kind}" + (" (in this diff)" if finding.path and finding.in_diff else "")
-    return command(COMMAND_OF_SEVERITY[finding.severity], finding.message + _suites(finding),
+    cause = f"; {because(finding)}" if finding.minimal_args is not None else ""
+    return command(COMMAND_OF_SEVERITY[finding.severity], finding.message + cause + _suites(finding),
                    file=finding.path, line=finding.line if finding.path else None, title=title)
 
 
 def render_github(report: CheckReport) -> str:
     """The headline, a could-not-analyse error without a file, one annotation per finding, the health."""
-    lines = [escape_data(headline(report))]
+    lines = [plain(headline(report))]
     if report.health is not None and not report.health.could_analyse:
         lines.append(command("error", f"could not analyse: {report.health.reason}",
                              title="prtriage: could not analyse"))
     lines += [annotation(finding) for finding in report.findings]
     if report.health is not None:
-        lines.append(escape_data(f"health: {summary_line(report.health)}"))
+        lines.append(plain(f"health: {summary_line(report.health)}"))
+    if report.policy is not None:
+        lines.append(plain(f"policy: {report.policy.describe()}"))
     if not report.sandboxed:
         lines.append(command("warning", UNSANDBOXED, title="prtriage: not sandboxed"))
     return "\n".join(lines) + "\n"

@@ -135,7 +135,9 @@ def pull(api_url: str, repo: FakeRepo, change: FakePull) -> dict[str, Any]:
                 url=f"{api_url}/repos/{repo.full_name}/pulls/{change.number}",
                 html_url=f"https://github.com/{repo.full_name}/pull/{change.number}",
                 commits=len(change.commits), changed_files=len(change.files), comments=0, mergeable=None,
-                merged_by=user(api_url, repo.owner) if change.merged else None, labels=[], milestone=None)
+                merged_by=user(api_url, repo.owner) if change.merged else None, labels=[], milestone=None,
+                # the example's team lacks `type`, which the description requires; the fake requests none
+                requested_teams=[])
     if change.merge_commit_sha:
         body["merge_commit_sha"] = change.merge_commit_sha
     head_owner = (head_name or "ghost/deleted").split("/")[0]

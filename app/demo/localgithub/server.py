@@ -388,6 +388,7 @@ class FakeGitHub:
                     "X-RateLimit-Reset": str(int(time.time()) + 3600), "X-RateLimit-Resource": "core",
                     "X-GitHub-Request-Id": secrets.token_hex(8).upper(), **reply.headers}
             record.status = reply.status if reply is not None else 0
+            record.response = reply.body if reply is not None else None
         return reply
 
     def _download_reply(self, route: str, query: dict[str, str]) -> Reply:

@@ -153,3 +153,4 @@ class RecordedRequest:
     body: Any
     status: int = 0
     schema_errors: list[str] = field(default_factory=list)
+    response: Any = None  # the JSON body answered (None for a raw or empty one)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 import os
 import runpy
+import shlex
 import shutil
 import signal
 import sys
@@ -105,10 +106,8 @@ class Capture:
         os.environ.update(item["env"])  # a workflow row's job env: this child's alone
         if self.source.get("kind") == "python_definitions":
             return self.define(item["id"])
-        if "shell" in item:
-            outcome = self.run_step(item["shell"], settings)
-        else:
-            outcome = self.run_script(item, registration)
+        shell = item.get("shell") or shell_script(self.source.get("command") or [], item)
+        outcome = self.run_script(item, registration) if shell is None else self.run_step(shell, settings)
         return self.message(item["id"], records, outcome, registration, settings.problems)
 
     def run_script(self, item: dict[str, Any], registration: dict[str, Any]) -> tuple[str, str | None]:
@@ -141,7 +140,8 @@ class Capture:
         return "ended", None
 
     def run_step(self, text: str, settings: intercept_shell.ShellSettings) -> tuple[str, str | None]:
-        """A workflow step's `run:` text, as the runner's `bash -e {0}` runs it from the repository root."""
+        """A shell string (a workflow step's `run:` text, a shell script's command line), as the runner's
+        `bash -e {0}` runs it from the repository root."""
         os.chdir(self.repo)
         intercept_shell.run_shell(settings, "set -e\n" + text, None, self.repo)
         return "ended", None
@@ -252,6 +252,19 @@ def script_message(repo: str, script: str, state: str, reason: str | None, launc
     # `repo` (beyond the protocol's keys) says where launch paths inside the repository start.
     return {"type": "script", "script": script, "status": status, "launches": launches, "reason": reason,
             "registration": registration or None, "repo": repo, "ended": state == "ended"}
+
+
+def shell_script(command: list[str], item: dict[str, Any]) -> str | None:
+    """The shell string that runs a shell script as CI does (`bash {script} ...`, or any `.sh` file, which
+    python would not run), with the item's words; None for a Python script."""
+    launcher = command[0] if command else ""
+    if launcher in ("bash", "sh"):
+        words = [word.replace("{script}", item["script"]) for word in command]
+    elif item["script"].endswith(".sh"):
+        words = ["bash", item["script"]]
+    else:
+        return None
+    return shlex.join(words + item["args"])
 
 
 def script_argv(command: list[str], script: str) -> list[str]:

@@ -9,12 +9,19 @@ would miss the script's flags. Runs INSIDE the sandbox: the standard library onl
 
 from __future__ import annotations
 
+import importlib
 import io
 import os
+import runpy
 import sys
 import types
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # inside the sandbox the harness directory is on sys.path, siblings are top-level modules
+    from app.sandbox.harness import boundary
+else:
+    import boundary
 
 _compiled: dict[str, types.CodeType] = {}  # script path -> its code: compiled once by the leader, inherited
 
@@ -50,10 +57,54 @@ def through_script(module: Any, name: str, target: str) -> Callable[[], None]:
         except EntryReturned:
             return
         finally:
-            sys.path.remove(os.path.dirname(script))
+            _leave_path(os.path.dirname(script))
         raise EntryNotCalled(f"{os.path.basename(script)} ended without calling {target}")
 
     return run_script
+
+
+def launch(repo: str) -> Callable[[], None]:
+    """What runs a suite's own launch, to its end or to a training boundary: the entry script
+    (`sys.argv[0]`) as `__main__`, or, when no such file exists, the module its repo-relative name is
+    (`verl.trainer.main_ppo`, launched as `python -m`). A `sys.exit(0)` on the way ends it cleanly."""
+
+    def run_launch() -> None:
+        script = sys.argv[0]
+        try:
+            if os.path.isfile(script):
+                _run_with_path(script, "__main__")
+            else:
+                runpy.run_module(_module_name(repo, script), run_name="__main__", alter_sys=True)
+        except SystemExit as exc:
+            if exc.code not in (None, 0):
+                raise
+
+    return run_launch
+
+
+def _module_name(repo: str, target: str) -> str:
+    return os.path.relpath(target, repo).removesuffix(".py").replace("/", ".")
+
+
+def _run_with_path(script: str, name: str) -> None:
+    sys.path.insert(0, os.path.dirname(script))  # as `python script.py` puts the script's directory
+    try:
+        _run(script, name)
+    finally:
+        sys.path.remove(os.path.dirname(script))
+
+
+def prime_launches(repo: str, entries: set[str]) -> None:
+    """`prime` for launches: a script's top, or a module's import (its `__main__` block does not run)."""
+    for entry in sorted(e for e in entries if e):
+        target = os.path.join(repo, entry)
+        try:
+            if os.path.isfile(target):
+                _run_with_path(target, "__prtriage_prime__")
+            else:
+                importlib.import_module(_module_name(repo, target))
+        except (Exception, SystemExit, boundary.TrainingBoundary):
+            continue
 
 
 def prime(repo: str, entries: set[str]) -> None:
@@ -68,7 +119,14 @@ def prime(repo: str, entries: set[str]) -> None:
         except (Exception, SystemExit):
             continue
         finally:
-            sys.path.remove(os.path.dirname(script))
+            _leave_path(os.path.dirname(script))
+
+
+def _leave_path(directory: str) -> None:
+    """Take the script's directory off sys.path again, unless the script did so itself (NeMo RL's
+    run_grpo_single_controller.py drops examples/ so that a directory there is no namespace package)."""
+    if directory in sys.path:
+        sys.path.remove(directory)
 
 
 def _run(script: str, name: str) -> None:

@@ -94,6 +94,7 @@ def run_shell(settings: ShellSettings, command: str, env: Mapping[Any, Any] | No
             _kill_session(shell)
         if shell.returncode != -signal.SIGKILL:
             _note_errors(settings, shell.returncode, errors)
+        _note_nested_failures(settings)
         output.seek(0)
         return output.read(MAX_OUTPUT_BYTES)
 
@@ -121,6 +122,19 @@ def _note_errors(settings: ShellSettings, status: int, errors: Any) -> None:
         settings.problems.append(f"bash: {own[0][len(settings.bash) + 1:].strip()[:300]}")
     elif status != 0 and lines:
         settings.problems.append(f"a shell command failed with status {status}: {lines[-1][:300]}")
+
+
+def _note_nested_failures(settings: ShellSettings) -> None:
+    """The nested CI scripts that failed (recbash.sh lets their callers go on, as on CI): a launch they did
+    not reach may be missing, so the script's report says so."""
+    path = os.path.join(settings.records, "nested-failures")
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            failures = [line.strip() for line in handle.read(MAX_OUTPUT_BYTES).splitlines() if line.strip()]
+        os.remove(path)
+    except OSError:
+        return
+    settings.problems.extend(f"a nested script failed: {failure[:300]}" for failure in failures)
 
 
 def _is_real_directory(path: str) -> bool:

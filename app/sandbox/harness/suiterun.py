@@ -11,6 +11,7 @@ for), and a suite accepted at one revision is judged by its outcomes.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import signal
@@ -22,8 +23,9 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # inside the sandbox the harness directory is on sys.path, siblings are top-level modules
-    from app.sandbox.harness import common, fsfakes, linewatch, record, tolerant
+    from app.sandbox.harness import boundary, common, fsfakes, linewatch, record, tolerant
 else:
+    import boundary
     import common
     import fsfakes
     import linewatch
@@ -51,6 +53,7 @@ class Revision:
     base_env: dict[str, str]
     suite_seconds: float
     rewrites: record.Rewrites
+    to_boundary: bool = False  # the entry is the suite's own launch, run until a training boundary
 
 
 def warm_up(revision: Revision, suite: dict[str, Any] | None) -> None:
@@ -69,7 +72,9 @@ def run_suite(revision: Revision, suite: dict[str, Any]) -> dict[str, Any]:
     linewatch.reset()
     outcome = outcome_mode(revision, suite)
     lines_hit = linewatch.lines_hit()  # outcome mode's run only, as the suite's job would run
-    learned = [{"name": n, "path": p, "line": line} for n, (p, line) in tolerant.ledger.learned_at.items()]
+    upstream = tolerant.ledger.upstream_stood_in
+    learned = [{"name": n, "path": p, "line": line, "upstream": upstream}
+               for n, (p, line) in tolerant.ledger.learned_at.items()]
     events: list[dict[str, Any]] = []
     if outcome["outcome"] != "accepted":
         remaining = revision.suite_seconds - (time.monotonic() - started)
@@ -77,7 +82,7 @@ def run_suite(revision: Revision, suite: dict[str, Any]) -> dict[str, Any]:
     return {"suite_id": suite["id"], "token": suite.get("token"), "outcome": outcome, "events": events,
             "known_flags": tolerant.ledger.known_flags(suite["argv"]),
             "tolerated_flags": list(tolerant.ledger.tolerated_flags), "learned": learned,
-            "lines_hit": lines_hit}
+            "lines_hit": lines_hit, "drift": list(tolerant.skipped)}
 
 
 def outcome_mode(revision: Revision, suite: dict[str, Any]) -> dict[str, Any]:
@@ -89,10 +94,24 @@ def outcome_mode(revision: Revision, suite: dict[str, Any]) -> dict[str, Any]:
         failure = call_entry(revision, suite)
         retries += 1
     if failure is None:
-        return {"outcome": "accepted", "exception": None, "message": None, "path": None, "line": None}
+        return _accepted(revision)
     path, line = common.repo_frame(failure.__traceback__, revision.repo)
     return {"outcome": "rejected", "exception": type(failure).__name__,
             "message": _message(failure)[:MAX_MESSAGE], "path": path, "line": line}
+
+
+def _accepted(revision: Revision) -> dict[str, Any]:
+    """Accepted; for a launch run to its boundary, where it stopped (or that it ran to its end)."""
+    accepted: dict[str, Any] = {"outcome": "accepted", "exception": None, "message": None, "path": None,
+                                "line": None}
+    if revision.to_boundary:
+        stop = boundary.reached()
+        if stop is None:
+            accepted["message"] = "ran to its end without reaching a training boundary"
+        else:
+            (crossed, (accepted["path"], accepted["line"])) = stop
+            accepted["message"] = f"reached the training boundary {crossed.name} ({crossed.why})"
+    return accepted
 
 
 def record_mode(revision: Revision, suite: dict[str, Any], seconds: float) -> list[dict[str, Any]]:
@@ -121,8 +140,13 @@ def call_entry(revision: Revision, suite: dict[str, Any]) -> BaseException | Non
     printed, stderr = _Tail(sys.stderr), sys.stderr
     sys.stderr = printed
     try:
-        revision.entry()
+        with boundary.armed() if revision.to_boundary else contextlib.nullcontext():
+            revision.entry()
+    except boundary.TrainingBoundary:
+        return None
     except (Exception, SystemExit) as exc:
+        if revision.to_boundary and boundary.reached() is not None:
+            return None  # the launch caught the boundary and failed after it: training, not validation
         return _with_usage_error(exc, printed.text())
     finally:
         sys.stderr = stderr

@@ -20,6 +20,7 @@ HARNESS_DIR = os.path.dirname(os.path.abspath(__file__))
 
 if TYPE_CHECKING:  # inside the sandbox the harness directory is on sys.path, siblings are top-level modules
     from app.sandbox.harness import (
+        boundary,
         bytecache,
         common,
         entryscript,
@@ -34,6 +35,7 @@ if TYPE_CHECKING:  # inside the sandbox the harness directory is on sys.path, si
         tolerant,
     )
 else:
+    import boundary
     import bytecache
     import common
     import entryscript
@@ -47,9 +49,9 @@ else:
     import suiterun
     import tolerant
 
-HARNESS_MODULES = ("bytecache", "common", "entryscript", "envprobe", "fsfakes", "hugepages", "hydra_entry",
-                   "leader", "linewatch", "memo", "record", "sourcememo", "stubs", "suiterun", "tolerant",
-                   "vpaths", "globs")
+HARNESS_MODULES = ("boundary", "bytecache", "common", "entryscript", "envprobe", "fsfakes", "hugepages",
+                   "hydra_entry", "leader", "linewatch", "memo", "record", "sourcememo", "stubs", "suiterun",
+                   "tolerant", "vpaths", "globs")
 _HARNESS: list[types.ModuleType] = []
 TOKEN = "token"  # the key of a suite's token, in the suite and in its result (suiterun.run_suite)
 
@@ -66,6 +68,10 @@ class Job:
         self.suite_seconds = float((self.harness.get("limits") or {}).get("suite_seconds", 60))
         self.trace: dict[str, list[int]] = raw.get("trace") or {}
         self.base_env = dict(os.environ)
+        # no validator named (or `mode: boundary`): each suite's own launch runs until training would start
+        self.to_boundary = self.validation.get("mode") == "boundary" or not self.validation.get("entry")
+        if self.to_boundary:  # a Hydra application re-raises its error (its line) instead of exit(1)
+            self.base_env.setdefault("HYDRA_FULL_ERROR", "1")
 
     def open_revision(self, suite: dict[str, Any]) -> suiterun.Revision:
         """In a leader: import the entry under the suite's environment, ready to run suites."""
@@ -74,16 +80,35 @@ class Job:
             tolerant.install_replacements(self.repo, self.validation, self.harness)
         except tolerant.ReplacementError as exc:
             raise leader.ImportFailure(str(exc)) from None
-        entry = self._import_entry()
-        if self.validation.get("run_entry_script"):
-            entryscript.prime(self.repo, {str(s.get("entry") or "") for s in self.suites})
+        entries = {str(s.get("entry") or "") for s in self.suites}
+        if self.to_boundary:
+            entry = entryscript.launch(self.repo)
+            with boundary.armed():
+                entryscript.prime_launches(self.repo, entries)
+        else:
+            entry = self._import_entry()
+        if self.validation.get("run_entry_script") and not self.to_boundary:
+            entryscript.prime(self.repo, entries)
         return suiterun.Revision(repo=self.repo, entry=entry, base_env=self.base_env,
                                  suite_seconds=self.suite_seconds,
                                  rewrites=record.prepare(list(self.validation.get("functions") or ()),
-                                                         self.repo))
+                                                         self.repo),
+                                 to_boundary=self.to_boundary)
 
     def _import_entry(self) -> Any:
-        target = self.validation["entry"]
+        """The first of the policy's entries that imports at this revision (an entry may be renamed or
+        moved over a repository's history: `validation.entry` lists the alternatives, newest first)."""
+        entry = self.validation["entry"]
+        alternatives = [entry] if isinstance(entry, str) else list(entry)
+        failures: list[str] = []
+        for target in alternatives:
+            try:
+                return self._import_one(target)
+            except leader.ImportFailure as exc:
+                failures.append(str(exc))
+        raise leader.ImportFailure("; ".join(failures))
+
+    def _import_one(self, target: str) -> Any:
         module_name, _, function = target.partition(":")
         if self.validation.get("hydra") is not None:
             return self._hydra_entry(target)
@@ -154,7 +179,7 @@ class Progress:
 
     def failure(self, suite: dict[str, Any], reason: str) -> None:
         self._send({"suite_id": suite["id"], "events": [], "known_flags": [], "tolerated_flags": [],
-                    "learned": [], "lines_hit": {},
+                    "learned": [], "lines_hit": {}, "drift": [],
                     "outcome": {"outcome": "error", "exception": None, "message": reason, "path": None,
                                 "line": None}})
 
@@ -190,6 +215,8 @@ def _run(job: Job, progress: Progress) -> None:
         sourcememo.install()
         stubs.install(job.repo, job.harness)
         tolerant.install_argparse_patches(job.repo, job.validation.get("attribute_defaults") or {})
+        if job.to_boundary:
+            boundary.install(job.repo)
     except stubs.MissingRealPackage as exc:
         _fail_all(job, progress, str(exc))
         return
