@@ -167,7 +167,7 @@ class Progress:
 
     def failure(self, suite: dict[str, Any], reason: str) -> None:
         self._send({"suite_id": suite["id"], "events": [], "known_flags": [], "tolerated_flags": [],
-                    "learned": [], "lines_hit": {},
+                    "learned": [], "lines_hit": {}, "imported": [],
                     "outcome": {"outcome": "error", "exception": None, "message": reason, "path": None,
                                 "line": None}})
 
