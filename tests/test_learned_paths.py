@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from twin.imported_helper import NEW_ASSERT, build_tree, policy_text
 
-from app.analysis.core.model import Outcome, SuiteResult, checked_imports
+from app.analysis.core.model import MAX_IMPORTED, MAX_LEARNED, Outcome, SuiteResult, checked_imports
 from app.analysis.core.policy import Policy, parse_policy
 from app.analysis.verdict.render import render
 from app.analysis.verdict.report import CheckReport
@@ -99,3 +99,16 @@ def test_a_stored_learned_set_is_read_back_only_under_its_own_key(tmp_path: Path
     assert validation_cache.lookup_learned(tmp_path, "k" * 32 + "j" * 32) is None
     assert not validation_cache.store_learned(tmp_path, "u" * 64, paths, sandboxed=False)
     assert validation_cache.lookup_learned(tmp_path, "u" * 64) is None
+
+
+def test_nothing_is_learned_from_errors_alone_nor_cut_short() -> None:
+    def result(suite: str, outcome: str, imported: tuple[str, ...]) -> SuiteResult:
+        return SuiteResult(suite, Outcome(outcome), imported=imported)  # type: ignore[arg-type]
+
+    answered = {"a": result("a", "accepted", ("x.py",)), "b": result("b", "rejected", ("y.py", "x.py")),
+                "c": result("c", "error", ("z.py",))}
+    assert validation_cache.learned_from(answered) == {"x.py", "y.py"}  # an error tells nothing
+    assert validation_cache.learned_from({"c": answered["c"]}) is None
+    many = {f"s{i}": result(f"s{i}", "accepted", tuple(f"m{i}/{j}.py" for j in range(MAX_IMPORTED)))
+            for i in range(MAX_LEARNED // MAX_IMPORTED + 1)}
+    assert validation_cache.learned_from(many) is None  # a set cut short would call the rest untouched

@@ -22,7 +22,7 @@ from app.engine.matrix_capture import capture_matrix
 from app.engine.suite_validation import trace_lines, validate_revision
 from app.sandbox.interpreter import Interpreter
 from app.sandbox.runner import SandboxUnavailable, sandbox_problem
-from app.trees.treehash import fingerprints
+from app.trees.treehash import fingerprints, tree_digest
 
 Progress = Callable[[str, int, int, str], None]  # (step, done, total, what)
 MAX_TEXT_BYTES = 2 * 1024 * 1024  # a bigger file is diffed as binary: generated data, not validation code
@@ -55,9 +55,10 @@ def run_check(base_tree: Path, head_tree: Path, policy: Policy, *, base_sha: str
     `repository` (owner/name, or a local path) scopes the cached matrices: no repository reuses another's.
     """
     started = time.monotonic()
-    diff, head_sources = compare_trees(base_tree, head_tree)
+    base_prints = fingerprints(base_tree)
+    diff, head_sources = compare_trees(base_tree, head_tree, base_prints=base_prints)
     changed = tuple(diff.changed_paths)
-    learned_key = validation_cache.learned_key(base_tree, policy)
+    learned_key = validation_cache.learned_key(tree_digest(base_prints), policy)
     learned = validation_cache.lookup_learned(cache_dir, learned_key)
     because = analysed_because(policy, changed, learned)
     if because is None:
@@ -266,12 +267,15 @@ def require_loadable(matrix: Matrix, base: dict[str, SuiteResult], head: dict[st
     raise AnalysisError(f"the validation code could not run at {where}: " + " | ".join(reasons[:3]))
 
 
-def compare_trees(base_tree: Path, head_tree: Path) -> tuple[TreeDiff, dict[str, str]]:
+def compare_trees(base_tree: Path, head_tree: Path, *,
+                  base_prints: dict[str, str] | None = None) -> tuple[TreeDiff, dict[str, str]]:
     """The diff of two trees, and the head text of each changed text file.
 
-    Files are compared by hash first; only those whose bytes differ are read as text.
+    Files are compared by hash first (BASE_PRINTS: the base's, when the caller has them already); only those
+    whose bytes differ are read as text.
     """
-    base_prints, head_prints = fingerprints(base_tree), fingerprints(head_tree)
+    base_prints = fingerprints(base_tree) if base_prints is None else base_prints
+    head_prints = fingerprints(head_tree)
     every = base_prints.keys() | head_prints.keys()
     differing = {p for p in every if base_prints.get(p) != head_prints.get(p)}
     base_texts = {p: _text(base_tree / p) for p in differing if p in base_prints}

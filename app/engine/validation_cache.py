@@ -27,7 +27,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from app.analysis.core.model import MAX_IMPORTED, Suite, SuiteResult, checked_imports
+from app.analysis.core.model import MAX_LEARNED, Suite, SuiteResult, checked_imports
 from app.analysis.core.policy import Policy
 from app.sandbox.interpreter import Interpreter
 from app.trees.treehash import fingerprints, tree_digest
@@ -36,7 +36,6 @@ log = logging.getLogger(__name__)
 
 HARNESS_DIR = Path(__file__).resolve().parents[1] / "sandbox" / "harness"
 MAX_ENTRIES = 64  # per cache dir: a base per open pull request's base, and a few policies
-MAX_LEARNED = MAX_IMPORTED  # the union of every suite's modules, bounded as one suite's list is
 
 
 def validation_key(tree: Path, policy: Policy, suites: tuple[Suite, ...], interpreter: Interpreter) -> str:
@@ -91,10 +90,10 @@ def _write(directory: Path, path: Path, entry: dict[str, object]) -> bool:
     return True
 
 
-def learned_key(tree: Path, policy: Policy) -> str:
+def learned_key(base_digest: str, policy: Policy) -> str:
     """What decides which modules the base's validation imports, hashed (without the suites: the
-    decision is taken before they are captured)."""
-    document = {"tree": tree_digest(fingerprints(tree)), "harness": _harness_digest(),
+    decision is taken before they are captured); BASE_DIGEST is the base tree's `tree_digest`."""
+    document = {"tree": base_digest, "harness": _harness_digest(),
                 "policy": policy.model_dump(mode="json", by_alias=True)}
     return hashlib.sha256(json.dumps(document, sort_keys=True).encode()).hexdigest()
 
@@ -105,7 +104,7 @@ def lookup_learned(cache_dir: Path, key: str) -> frozenset[str] | None:
         entry = json.loads(_learned_path(cache_dir, key).read_text(encoding="utf-8"))
         if entry.get("key") != key:
             return None
-        return frozenset(checked_imports(entry["imported"]))
+        return frozenset(checked_imports(entry["imported"], MAX_LEARNED))
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
@@ -115,16 +114,16 @@ def store_learned(cache_dir: Path, key: str, paths: frozenset[str], *, sandboxed
     if not sandboxed:
         return False
     return _write(cache_dir / "learned", _learned_path(cache_dir, key),
-                  {"key": key, "imported": sorted(paths)[:MAX_LEARNED]})
+                  {"key": key, "imported": sorted(paths)})
 
 
 def learned_from(results: dict[str, SuiteResult]) -> frozenset[str] | None:
     """Every module some suite's validation imported; None when no suite got an answer (an error tells
-    nothing of what validation would import)."""
+    nothing of what validation would import) or when there are more than MAX_LEARNED (a set cut short would
+    call a change to the rest untouched)."""
     answered = [r for r in results.values() if r.outcome.outcome != "error"]
-    if not answered:
-        return None
-    return frozenset(path for result in answered for path in result.imported)
+    learned = frozenset(path for result in answered for path in result.imported)
+    return learned if answered and len(learned) <= MAX_LEARNED else None
 
 
 def _learned_path(cache_dir: Path, key: str) -> Path:

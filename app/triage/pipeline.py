@@ -19,7 +19,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from app.analysis.core.model import Finding, checked_imports
+from app.analysis.core.model import MAX_LEARNED, Finding, checked_imports
 from app.analysis.core.policy import Policy, PolicyError, load_policy, parse_policy
 from app.analysis.core.policy_origin import PolicyOrigin, base_origin, builtin_for
 from app.analysis.verdict.render import report_json
@@ -472,7 +472,7 @@ def learned_at_base(services: Services, target: RunTarget) -> frozenset[str] | N
     if stored is None:
         return None
     try:
-        return frozenset(checked_imports(stored))
+        return frozenset(checked_imports(stored, MAX_LEARNED))
     except ValueError as exc:
         log.warning("run %d: the stored validation imports are not believed: %s", target.run_id, exc)
         return None

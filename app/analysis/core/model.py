@@ -14,6 +14,7 @@ Severity = Literal["blocking", "warning", "info"]
 SEVERITY_ORDER: dict[str, int] = {"blocking": 0, "warning": 1, "info": 2}
 MAX_IMPORTED = 2000  # repository modules one suite's validation may report (harness/imported.py)
 MAX_IMPORTED_PATH = 300
+MAX_LEARNED = 20000  # the union over a revision's suites; beyond it nothing is learned: all is analysed
 
 
 @dataclass(frozen=True)
@@ -149,12 +150,12 @@ class SuiteResult:
                    imported=checked_imports(raw.get("imported", ())))
 
 
-def checked_imports(raw: Any) -> tuple[str, ...]:
+def checked_imports(raw: Any, limit: int = MAX_IMPORTED) -> tuple[str, ...]:
     """The harness's list of imported repository modules, believed only when it has the shape the harness
-    sends (at most MAX_IMPORTED repo-relative `.py` paths, none leaving the repository): the list decides
+    sends (at most LIMIT repo-relative `.py` paths, none leaving the repository): the list decides
     which later pull requests are analysed, so a malformed one is refused whole."""
-    if not isinstance(raw, (list, tuple)) or len(raw) > MAX_IMPORTED:
-        raise ValueError(f"imported: not a list of at most {MAX_IMPORTED} paths")
+    if not isinstance(raw, (list, tuple)) or len(raw) > limit:
+        raise ValueError(f"imported: not a list of at most {limit} paths")
     for path in raw:
         if not (isinstance(path, str) and 0 < len(path) <= MAX_IMPORTED_PATH and path.endswith(".py")
                 and not path.startswith("/") and ".." not in path.split("/") and "\0" not in path):
