@@ -537,6 +537,8 @@ def check_command(args: argparse.Namespace) -> int:
     warning = uncommitted_policy(args.repo, base.tree, origin)
     if warning is not None:
         print(f"prtriage: {warning}", file=sys.stderr)
+    if shows_progress(args.progress):  # a first check takes minutes: say at once what judges it
+        print(f"policy: {origin.describe()}", file=sys.stderr)
     try:
         report = run_check(base.tree, head.tree, policy, base_sha=base.sha, head_sha=head.sha,
                            cache_dir=cache_dir, allow_unsandboxed=args.allow_unsandboxed,
@@ -737,7 +739,7 @@ def resolve_policy(args: argparse.Namespace, base: Revision) -> tuple[Policy, Po
 def validated_by(policy: Policy) -> str:
     if policy.validation.to_boundary:
         return "each launch run to its training boundary"
-    return f"entry {policy.validation.entry}"
+    return f"entry {' or '.join(policy.validation.entries)}"
 
 
 def default_policy_hint(policy: Policy, origin: PolicyOrigin, args: argparse.Namespace) -> str:
@@ -807,10 +809,14 @@ class ProgressPrinter:
             self._stream.flush()
 
 
+def shows_progress(wanted: bool | None) -> bool:
+    return wanted is True or (wanted is None and sys.stderr.isatty())
+
+
 def progress_printer(wanted: bool | None) -> ProgressPrinter:
     """The progress display; off (not asked for, or stderr not a terminal), it still says when an analysis
     environment is being built: a minutes-long first run must not look stuck."""
-    if wanted is False or (wanted is None and not sys.stderr.isatty()):
+    if not shows_progress(wanted):
         return ProgressPrinter(sys.stderr, only=frozenset({"environment"}))
     return ProgressPrinter(sys.stderr)
 

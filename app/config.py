@@ -51,6 +51,8 @@ class Settings(BaseSettings):
     check_name: str = Field("PR risk triage", alias="PRTRIAGE_CHECK_NAME")
     dashboard_token: SecretStr | None = Field(None, alias="DASHBOARD_TOKEN")
     resync_seconds: int = Field(900, ge=10, alias="PRTRIAGE_RESYNC_SECONDS")
+    # how often each repository's default branch is checked again (a push to it also checks it)
+    main_health_seconds: int = Field(86400, ge=60, alias="PRTRIAGE_MAIN_HEALTH_SECONDS")
     data_dir: Path = Field(default_factory=lambda: _xdg("XDG_DATA_HOME", ".local/share"),
                            alias="PRTRIAGE_DATA_DIR")
     cache_dir: Path = Field(default_factory=lambda: _xdg("XDG_CACHE_HOME", ".cache"),

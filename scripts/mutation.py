@@ -74,6 +74,12 @@ class Module:
     tests: tuple[str, ...]
     equivalent: dict[str, tuple[str, str]] = field(default_factory=dict)
     pending: str = ""  # why it is not run by default, when it is not
+    functions: tuple[str, ...] = ()  # only these functions' mutants (and their nested ones); empty: all
+
+    def covers(self, mutant: Mutant) -> bool:
+        """Whether MUTANT is in the part of the module held to the score."""
+        where = mutant.id.split(":", 1)[0]
+        return not self.functions or any(where == f or where.startswith(f + ".") for f in self.functions)
 
     def excludes(self, mutant: Mutant) -> bool:
         """Listed as equivalent, and still the same change (an edit may give its id to another one)."""
@@ -127,7 +133,7 @@ def load_modules(config: Path = CONFIG) -> dict[str, Module]:
     for name, entry in raw["modules"].items():
         equivalent = {item["id"]: (item["change"], item["reason"]) for item in entry.get("equivalent", [])}
         modules[name] = Module(name, entry["path"], tuple(entry["tests"]), equivalent,
-                               entry.get("pending", ""))
+                               entry.get("pending", ""), tuple(entry.get("functions", ())))
     return modules
 
 
@@ -329,12 +335,17 @@ def _baseline(module: Module) -> tuple[float, list[str]]:
 
 
 def _warm(names: list[str]) -> None:
-    for name in names:
+    # Not the private accelerators (`_asyncio`): one imported before its package sets the package up half
+    # pure Python, half C (asyncio's current_task() is then None inside a task); the package imports them.
+    for name in (name for name in names if not name.startswith("_")):
         with contextlib.suppress(BaseException):  # one that cannot be imported alone is imported later
             importlib.import_module(name)
 
 
 _NOT_IMPORTED = 3  # the tests passed without importing the module through _Substitute
+# The tests passed: a status of its own, for a mutant can end the test process itself (the harness's leader
+# calls os._exit(0) in what it takes for a forked child), and that is no pass.
+_PASSED = 10
 
 
 def _fork_pytest(module: Module, code: bytes) -> int:
@@ -353,9 +364,9 @@ def _fork_pytest(module: Module, code: bytes) -> int:
 
         # Plugins (hypothesis') were imported by _warm, before pytest could rewrite their asserts.
         arguments = ["-W", "ignore::pytest.PytestAssertRewriteWarning", *_pytest_arguments(module)]
-        status = 0 if pytest.main(arguments) == 0 else 1
+        status = _PASSED if pytest.main(arguments) == 0 else 1
         loaded = getattr(sys.modules.get(module.dotted), "__spec__", None)
-        if status == 0 and not isinstance(getattr(loaded, "loader", None), _Substitute):
+        if status == _PASSED and not isinstance(getattr(loaded, "loader", None), _Substitute):
             status = _NOT_IMPORTED
     finally:
         os._exit(status)
@@ -396,7 +407,7 @@ def _finished(pid: int, started: float, timeout: float) -> str | None:
     done, wait_status = os.waitpid(pid, os.WNOHANG)
     if done:
         code = os.waitstatus_to_exitcode(wait_status)
-        return "survived" if code == 0 else "not imported" if code == _NOT_IMPORTED else "killed"
+        return "survived" if code == _PASSED else "not imported" if code == _NOT_IMPORTED else "killed"
     if time.monotonic() - started <= timeout:
         return None
     with contextlib.suppress(ProcessLookupError):
@@ -421,7 +432,7 @@ def _control(module: Module, source: str, *, timeout: float) -> float:
 def run_module(module: Module, *, limit: int | None, only: set[str], jobs: int,
                report: Callable[[Result], None]) -> list[Result]:
     source = (ROOT / module.path).read_text()
-    chosen = [(m, i) for m, i in mutants(source) if not only or m.id in only]
+    chosen = [(m, i) for m, i in mutants(source) if module.covers(m) and (not only or m.id in only)]
     chosen = chosen[:limit] if limit is not None else chosen
     seconds, outside = _baseline(module)
     _warm(outside)
@@ -488,6 +499,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.list:
         for module in args.modules:
             for mutant, _ in mutants((ROOT / module.path).read_text()):
+                if not module.covers(mutant):
+                    continue
                 mark = "  (equivalent)" if module.excludes(mutant) else ""
                 print(f"{module.name} {_describe(mutant)}{mark}")
         return 0

@@ -132,7 +132,8 @@ def test_the_action_on_the_bundled_example_annotates_the_new_assert(tmp_path: Pa
     errors = [line for line in done.stdout.splitlines() if line.startswith("::error ")]
     assert errors == ["::error file=arguments.py,line=21,title=prtriage%3A new_rejection (in this diff)::"
                       "AssertionError: LoRA with --offload-train and --disable-weights-backuper is not "
-                      "supported (1 CI suite: ci/test_e2e.py#2)"]
+                      "supported; rejected because of `--colocate --disable-weights-backuper --lora-rank "
+                      "16`, 3 of 4 arguments; every listed suite passes these (1 CI suite: ci/test_e2e.py#2)"]
     assert done.stdout.splitlines()[0] == "BREAKS 1 existing CI suite (1 blocking finding)"
     summary = Path(runner.environment["GITHUB_STEP_SUMMARY"]).read_text()
     assert summary.startswith("earlier step\n### ❌ BREAKS 1 existing CI suite")  # appended, not replaced
@@ -156,7 +157,8 @@ def test_the_action_on_a_git_repository_with_its_own_policy_and_fail_open(tmp_pa
     done = runner.run_steps(*ANALYSIS)
     assert done.returncode == 1, done.stdout + done.stderr
     expected = ("::error file=arguments.py,line=16,title=prtriage%3A new_rejection (in this diff)::"
-                "AssertionError: LoRA cannot run colocated (1 CI suite: tests/test_lora.py)")
+                "AssertionError: LoRA cannot run colocated; rejected because of `--colocate --lora`, 2 of 3 "
+                "arguments; every listed suite passes these (1 CI suite: tests/test_lora.py)")
     assert expected in done.stdout.splitlines()
     assert "BREAKS 1 existing CI suite" in Path(runner.environment["GITHUB_STEP_SUMMARY"]).read_text()
 

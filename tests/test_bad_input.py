@@ -149,6 +149,15 @@ def test_the_installed_command_too(argv: list[str], env: dict[str, str], named: 
     (MISSPELT_POLICY.replace("unknwon_", "unknown_").replace("[{kind: static, suites: []}]",
                                                              "[{kind: record_launches, entry: b}]"),
      "matrix.sources[0].scripts: required, missing"),
+    (MISSPELT_POLICY.replace("  entry: \"arguments:parse_args\"\n", "  mode: validator\n")
+     .replace("unknwon_", "unknown_"),
+     "validation: entry: a validator must be named (`package.module:function`) unless each launch runs to "
+     "its training boundary (mode: boundary)"),
+    (MISSPELT_POLICY.replace('entry: "arguments:parse_args"', 'entry: ["arguments:parse_args", "bad"]')
+     .replace("unknwon_", "unknown_"),
+     "validation.entry: expected 'package.module:attribute', got 'bad'"),
+    (MISSPELT_POLICY.replace("suites: []", "suites: [{argv: []}]").replace("unknwon_", "unknown_"),
+     "matrix.sources[0].suites[0].id: required, missing"),
 ])
 def test_policy_errors_in_plain_words(text: str, says: str) -> None:
     with pytest.raises(PolicyError) as raised:

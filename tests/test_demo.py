@@ -38,6 +38,7 @@ def test_the_demo_triages_the_example_pull_request_and_reports_it(tmp_path: Path
     assert "- `ci/test_e2e.py#2`" in output
     assert "- `ci/test_e2e.py#1`" not in output  # full fine-tuning still passes
     assert "the dashboard: http" not in output  # --once: the service has stopped, no address to visit
+    assert re.search(r"main of example/incident at [0-9a-f]{12}: accepts 2 of 2 CI suites", output), output
     # everything it made lived in a temporary directory, gone when it stopped
     data = re.search(r"the App's data lives in (\S+) until", output)
     assert data is not None and not Path(data[1]).exists()
@@ -59,6 +60,10 @@ def test_the_demo_keeps_the_dashboard_up_until_interrupted(tmp_path: Path) -> No
         page = httpx.get(f"http://127.0.0.1:{listening[1]}/runs", timeout=10)
         assert page.status_code == 200
         assert "example/incident" in page.text and "failure" in page.text
+        home = httpx.get(f"http://127.0.0.1:{listening[1]}/", timeout=10).text
+        assert re.search(r'<a href="/runs/\d+">run #\d+</a>', home), home  # the demo's run, from home
+        repository = httpx.get(f"http://127.0.0.1:{listening[1]}/repositories/example/incident", timeout=10)
+        assert "accepts 2 of 2 CI suites" in repository.text and "ci/test_e2e.py" in repository.text
         demo.send_signal(signal.SIGINT)
         assert demo.wait(timeout=60) == 0, log.read_text()
     finally:

@@ -181,3 +181,21 @@ def test_an_entry_script_runs_as_runpy_runs_it_from_code_compiled_once(tmp_path:
     # as run_path: its own __main__ module, __file__ and argv[0] the script; the harness's own
     # `from __future__ import annotations` is not the script's; one code object for both runs
     assert out.splitlines() == ["True True False", "True True"]
+
+
+def test_priming_survives_an_entry_script_that_takes_its_own_directory_off_sys_path(tmp_path: Path) -> None:
+    """NeMo RL's examples/run_grpo_single_controller.py removes examples/ from sys.path at its top; priming
+    it ended the leader with a ValueError, and every suite of the run with it."""
+    repo = tmp_path / "repo"
+    (repo / "examples").mkdir(parents=True)
+    (repo / "examples" / "run_drop.py").write_text(
+        "import os, sys\nhere = os.path.dirname(os.path.abspath(__file__))\n"
+        "while here in sys.path:\n    sys.path.remove(here)\nPRIMED = True\n")
+    (repo / "examples" / "run_keep.py").write_text("KEPT = True\n")
+    out = _python(f"""
+        import sys, entryscript
+        before = list(sys.path)
+        entryscript.prime({str(repo)!r}, {{"examples/run_drop.py", "examples/run_keep.py"}})
+        print(sys.path == before)
+    """, tmp_path)
+    assert out.strip() == "True"

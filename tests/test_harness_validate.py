@@ -100,6 +100,18 @@ def test_attributes_no_parser_defines_are_learned_where_they_are_read(tmp_path: 
     assert found.events == ()  # record mode ran with the same learned defaults
 
 
+def test_attributes_read_after_a_replaced_upstream_parser_are_marked_upstream(tmp_path: Path) -> None:
+    # The Megatron backend's arguments come from the replaced Megatron parser, which would have defined
+    # optimizer_cpu_offload: the read is the harness's blindness, not the repository's undefined option.
+    repo = make_twin(tmp_path, "assert not args.optimizer_cpu_offload\n")
+    found = results(run_sandboxed(repo, job([suite("megatron", QWEN),
+                                             suite("fsdp", f"--train-backend fsdp {QWEN}")])))
+    read = line_of(repo, ARGS, "assert not args.optimizer_cpu_offload")
+    stood_in = LearnedAttribute("optimizer_cpu_offload", ARGS, read, upstream=True)
+    assert found["megatron"].learned == (stood_in,)
+    assert found["fsdp"].learned == (LearnedAttribute("optimizer_cpu_offload", ARGS, read, upstream=False),)
+
+
 def test_the_suite_environment_reaches_validation(tmp_path: Path) -> None:
     repo = make_twin(tmp_path, """\
         if os.environ.get("MILES_STRICT") == "1":
@@ -328,3 +340,37 @@ def test_a_leader_dying_at_import_costs_only_the_suites_of_its_environment(tmp_p
     assert found["crashes"].outcome.outcome == "error"
     assert "exited with status 3" in (found["crashes"].outcome.message or "")
     assert found["fine"].outcome == Outcome("accepted")
+
+
+def test_a_replacement_target_this_revision_lacks_is_drift_unless_required(tmp_path: Path) -> None:
+    # THUDM/slime: a policy replacing a function of a module that did not exist yet at an older revision
+    # failed that whole revision ("cannot be reached"); the target is skipped and reported instead.
+    repo = make_twin(tmp_path)
+    policy = miles_policy()
+    later = {"target": "miles.utils.rollout_tools:max_lora_rank", "with": "return_value", "value": None,
+             "only_if_missing": False}
+    policy["validation"]["replace"] = [*policy["validation"]["replace"], later]
+    found = results(run_sandboxed(repo, job([suite("plain", QWEN)], policy)))["plain"]
+    assert found.outcome == Outcome("accepted")
+    assert found.drift == ("miles.utils.rollout_tools:max_lora_rank: ModuleNotFoundError: No module named "
+                           "'miles.utils.rollout_tools'",)
+    policy["validation"]["replace"][-1] = {**later, "required": True}
+    messages = run_sandboxed(repo, job([suite("plain", QWEN)], policy))
+    [fatal] = [m for m in messages if m["type"] == "fatal"]
+    assert "replacement target 'miles.utils.rollout_tools:max_lora_rank' cannot be reached" in fatal["reason"]
+    assert results(messages)["plain"].outcome.outcome == "error"
+
+
+def test_the_first_entry_alternative_that_imports_at_a_revision_is_the_entry(tmp_path: Path) -> None:
+    # Megatron-LM: the policy's entry did not exist yet at older revisions of the held-out history
+    repo = make_twin(tmp_path)
+    policy = miles_policy()
+    renamed = "miles.utils.config:parse_and_validate"  # a later revision's name
+    policy["validation"]["entry"] = [renamed, "miles.utils.arguments:parse_args"]
+    found = results(run_sandboxed(repo, job([suite("plain", QWEN)], policy)))["plain"]
+    assert found.outcome == Outcome("accepted")
+    policy["validation"]["entry"] = [renamed, "miles.utils.arguments:nowhere"]
+    messages = run_sandboxed(repo, job([suite("plain", QWEN)], policy))
+    [fatal] = [m for m in messages if m["type"] == "fatal"]
+    assert "miles.utils.config:parse_and_validate does not import" in fatal["reason"]
+    assert "miles.utils.arguments:nowhere does not import" in fatal["reason"]

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from app.analysis.core.model import CaptureFailure, Matrix, Outcome, Suite, SuiteResult
+from app.analysis.core.model import CaptureFailure, LearnedAttribute, Matrix, Outcome, Suite, SuiteResult
 from app.analysis.core.policy import PolicyError, parse_policy
 from app.analysis.verdict.health import assess, describe, summary_line, where
 
@@ -67,6 +67,51 @@ def test_base_failures_the_head_accepts_are_the_base_s_own_breakage_not_blindnes
     assert "on 2 of 10 CI suites (and 3 the head accepts) (20%" in both.reason
     # one revision alone (doctor): every base failure counts
     assert not assess(m, results(m, *[NO_FILE] * 5), {}, {}).could_analyse
+
+
+def test_a_base_failing_every_suite_with_one_error_the_head_fixes_is_suspect() -> None:
+    # radixark/miles, July 2026: a stubbed sglang broke every suite of the base at one line; the head
+    # (an sglang bump) accepted them all, and the base at 0% passed as "the base's own breakage"
+    m = matrix(6)
+    head = results(m)
+    skew = assess(m, results(m, *[NO_FILE] * 6), head, {})
+    assert skew.suspect_base and not skew.could_analyse
+    assert skew.reason.startswith("the base revision fails every one of the 6 CI suites with the same error "
+                                  f"(FileNotFoundError: [Errno 2] No such file: '/root/models/a/gen.json' at "
+                                  f"{ARGS}:7), which the head \"fixes\"")
+    assert skew.failure_share == 1.0 and skew.to_json()["suspect_base"] is True
+    # two different errors, or one suite the base accepts: the base's own breakage, as before
+    two_errors = assess(m, results(m, *[NO_FILE] * 5, STUB), head, {})
+    assert not two_errors.suspect_base and two_errors.could_analyse
+    one_accepted = assess(m, results(m, *[NO_FILE] * 5), head, {})
+    assert not one_accepted.suspect_base and one_accepted.could_analyse
+    # a suite the head still rejects: nothing was "fixed" everywhere
+    partly = assess(m, results(m, *[NO_FILE] * 6), results(m, NO_FILE), {})
+    assert not partly.suspect_base
+
+
+def test_replacement_targets_the_base_lacks_are_listed_once_as_drift() -> None:
+    m = matrix(3)
+    skipped = "pkg.later:helper: ModuleNotFoundError: No module named 'pkg.later'"
+    base = {s.id: SuiteResult(s.id, ACCEPTED, drift=(skipped,)) for s in m.suites}
+    health = assess(m, base, {}, {})
+    assert health.could_analyse and health.drift == (skipped,)
+    assert health.to_json()["drift"] == [skipped]
+
+
+def test_reads_of_what_a_stubbed_parser_may_define_are_counted_as_blindness() -> None:
+    m = matrix(2)
+    [first, second] = [s.id for s in m.suites]
+    stubbed = LearnedAttribute("sglang_dp_size", ARGS, 9, upstream=True)
+    own = LearnedAttribute("typo_size", ARGS, 10)
+    base = results(m)
+    head = {first: SuiteResult(first, ACCEPTED, learned=(stubbed, own)),
+            second: SuiteResult(second, ACCEPTED, learned=(stubbed,))}
+    assert assess(m, base, head, {}).stubbed_parser_reads == ("sglang_dp_size",)
+    # read at base already: nothing new at head
+    base[first] = SuiteResult(first, ACCEPTED, learned=(stubbed,))
+    base[second] = SuiteResult(second, ACCEPTED, learned=(stubbed,))
+    assert assess(m, base, head, {}).stubbed_parser_reads == ()
 
 
 def test_base_errors_are_grouped_by_exception_and_line_most_common_first() -> None:
@@ -177,7 +222,8 @@ def test_json_of_a_healthy_analysis_is_complete() -> None:
         "max_base_failures": 0.5, "fail_open": False,
         "errors": [{**NO_FILE.to_json(), "count": 1}],
         "base_failures": [{"suite": "s2", **NO_FILE.to_json()}],
-        "fixed_at_head": 1, "lines_changed": True, "lines_reached": True,
+        "fixed_at_head": 1, "suspect_base": False, "lines_changed": True, "lines_reached": True,
+        "stubbed_parser_reads": [], "drift": [],
     }
 
 

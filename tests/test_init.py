@@ -198,6 +198,25 @@ def test_python_definitions_shape(tmp_path: Path) -> None:
     parse_policy(render(starter), "starter")
 
 
+def test_with_no_validator_but_a_ci_source_each_launch_runs_to_its_boundary(tmp_path: Path) -> None:
+    # NeMo RL-shaped: a pydantic config checked in setup(), no argparse validator to name
+    registered = ("import subprocess\nfrom tests.ci.register import register_cuda_ci\n"
+                  "register_cuda_ci(1, 's')\nsubprocess.run(['python3', 'examples/run_grpo.py'])\n")
+    files = {
+        "examples/run_grpo.py": "from pydantic import BaseModel\n\nclass MasterConfig(BaseModel):\n"
+                                "    num_gpus: int\n",
+        "tests/ci/register.py": "def register_cuda_ci(est_time, suite, disabled=None):\n    pass\n",
+        "tests/e2e/test_grpo.py": registered,
+    }
+    starter = detect(write(tmp_path, files))
+    assert starter.policy["validation"] == {"mode": "boundary"}
+    assert starter.why["validation.mode"].startswith("no command-line validator found")
+    [source] = starter.policy["matrix"]["sources"]
+    assert (source["kind"], source["entry"]) == ("record_launches", r"\.py$")
+    policy = parse_policy(render(starter), "starter")
+    assert policy.validation.to_boundary and policy.validation.path_globs == ["**/*.py"]
+
+
 def test_no_validator_says_what_it_looked_for(tmp_path: Path) -> None:
     write(tmp_path, {"pkg/cli.py": "import argparse\n\ndef parse_args():\n    return None\n"})
     with pytest.raises(NoValidator, match="no module-level parse_args with at least 10"):

@@ -114,12 +114,13 @@ def test_the_repository_named_by_the_option_then_origin_then_the_environment(tmp
 
 def test_a_misspelt_key_comes_first_with_its_did_you_mean_and_every_problem_is_shown() -> None:
     with pytest.raises(PolicyError) as raised:
-        parse_policy("validaton: {}\nmatrix: {sources: [{kind: static, suites: [], extra: 1}]}\n", "p.yml")
+        parse_policy("harness: {limits: {suite_seconds: soon}}\nvalidaton: {}\n"
+                     "matrix: {sources: [{kind: static, suites: [], extra: 1}]}\n", "p.yml")
     lines = str(raised.value).splitlines()
     assert lines[0] == "p.yml: 3 problems:"
     assert lines[1] == "  (top level): unknown key `validaton`, did you mean `validation`?"
     assert lines[2].startswith("  matrix.sources[0]: unknown key `extra`")
-    assert lines[3] == "  validation: required, missing"
+    assert lines[3] == "  harness.limits.suite_seconds: expected a number"
     assert "more)" not in str(raised.value)
 
 

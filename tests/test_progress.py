@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
+from pathlib import Path
 
 from app.cli import ProgressPrinter
 
@@ -38,3 +41,15 @@ def test_only_the_steps_asked_for() -> None:
     printer("base", 1, 2, "")
     printer("environment", 0, 1, "building")
     assert stream.getvalue() == "environment 0/1 building\n"
+
+
+def test_a_check_with_progress_says_first_which_policy_judges_it(tmp_path: Path) -> None:
+    example = Path(__file__).resolve().parents[1] / "examples" / "incident"
+    argv = [sys.executable, "-m", "app.cli", "check", "--base-tree", str(example / "base"), "--head-tree",
+            str(example / "base"), "--policy", str(example / "policy.yml"), "--cache-dir", str(tmp_path)]
+    shown = subprocess.run([*argv, "--progress"], capture_output=True, text=True, timeout=300, check=False)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stderr.splitlines()[0] == f"policy: {example / 'policy.yml'} (--policy)"
+    quiet = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
+    assert quiet.returncode == 0 and "policy:" not in quiet.stderr  # stderr no terminal: the report says it
+    assert f"policy: {example / 'policy.yml'} (--policy)" in quiet.stdout

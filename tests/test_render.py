@@ -55,7 +55,8 @@ def test_json_keeps_the_contract_keys_and_nesting() -> None:
                                    "failed": [{"script": "tests/e2e/test_broken.py", "reason": "timed out"}],
                                    "no_entry": [], "partial": []}
     assert document["health"] is None  # not measured in this hand-made report
-    assert document["timing"] == {"capture_s": 1.25, "base_s": 2.5, "head_s": 2.75, "total_s": 6.5,
+    assert document["timing"] == {"capture_s": 1.25, "base_s": 2.5, "head_s": 2.75, "minimize_s": 0.0,
+                                  "total_s": 6.5,
                                   "base_cached": False}
     assert document["sandboxed"] is True and document["validation_changed"] is True
 

@@ -8,14 +8,22 @@ exception before it rejects the suite at its line.
 
 from __future__ import annotations
 
+import subprocess
 import textwrap
 from pathlib import Path
 from typing import Any
 
+import yaml
+from analysis_envs import environment_of
 from harness_twin import job, line_of, results, run_sandboxed
+from twin import line_of as twin_line_of
+from twin.cli import MILES_POLICY, prtriage
+from twin.expected import LORA_COLOCATE_SUITES
+from twin.variants import ARGUMENTS, INCIDENT_ASSERT
 
 from app.analysis.core.model import Outcome
-from app.analysis.core.policy import Policy
+from app.analysis.core.policy import Harness, Limits, Policy
+from app.sandbox.runner import SandboxSpec, run_harness
 
 ARGPARSE_TRAIN = '''\
 import argparse
@@ -333,3 +341,175 @@ def test_installed_packages_stop_at_the_same_calls_as_stubs(tmp_path: Path) -> N
     assert found["data"].outcome.message.startswith("reached the training boundary datasets.load_dataset ")
     assert found["fp8"].outcome == Outcome("rejected", "AssertionError", "unsupported precision fp8",
                                            "finetune.py", line_of(repo, "finetune.py", "assert precision"))
+
+
+# RLinf-shaped: an optional fast path whose stub made the feature look installed, so the launch took the
+# branch that needs it and failed where CI (which lacks it) goes on.
+OPTIONAL = '''\
+import importlib.util
+import sys
+
+try:
+    import fusco
+    HAS_FUSCO = True
+except ImportError:
+    HAS_FUSCO = False
+
+HAS_FLASH = importlib.util.find_spec("flash_attn") is not None
+import megatron  # a plain import: CI has it, the sandbox stubs it
+
+if "--fused" in sys.argv:
+    assert HAS_FUSCO, "--fused needs fusco"
+assert not HAS_FLASH or "--no-flash" not in sys.argv, "flash-attn is installed: drop --no-flash"
+print(megatron.core)
+'''
+
+
+def test_optional_imports_of_absent_packages_take_the_not_installed_branch(tmp_path: Path) -> None:
+    repo = write_repo(tmp_path, {"launch.py": OPTIONAL})
+    suites = [launch("plain", "launch.py", "--no-flash"), launch("fused", "launch.py", "--fused")]
+    absent = results(run_sandboxed(repo, job(suites, boundary_policy())))
+    assert absent["plain"].outcome.outcome == "accepted", absent["plain"].outcome
+    assert absent["fused"].outcome == Outcome("rejected", "AssertionError", "--fused needs fusco",
+                                              "launch.py", line_of(repo, "launch.py", "assert HAS_FUSCO"))
+    # the policy says CI has fusco: its optional import is stubbed, the --fused launch goes on
+    has_fusco = results(run_sandboxed(repo, job(suites, boundary_policy(ci_has=["fusco"]))))
+    assert has_fusco["fused"].outcome.outcome == "accepted", has_fusco["fused"].outcome
+    # the built-in policies' setting: every optional import stubbed, flash-attn looks installed
+    stubbed = results(run_sandboxed(repo, job(suites, boundary_policy(optional_imports="stubbed"))))
+    assert stubbed["plain"].outcome == Outcome(
+        "rejected", "AssertionError", "flash-attn is installed: drop --no-flash", "launch.py",
+        line_of(repo, "launch.py", "assert not HAS_FLASH"))
+
+
+BOUNDARY_POLICY = r'''# no validator named: each launch runs until training would start
+version: 1
+matrix:
+  sources:
+    - kind: record_launches
+      scripts: ["tests/test_*.py"]
+      entry: '(^|/)train\.py$'
+harness:
+  stub_modules: [torch]
+  limits: {suite_seconds: 30}
+'''
+CI_SCRIPT = '''\
+import subprocess
+
+subprocess.run(["python3", "train.py", {argv}], check=True)
+'''
+NEW_ASSERT = '    assert args.tp < 4, "tp 4 is not supported yet"\n'
+
+
+def git(repo: Path, *args: str) -> str:
+    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+def test_a_pull_request_adding_an_assert_blocks_the_suites_it_rejects(tmp_path: Path) -> None:
+    ci = {f"tests/test_tp{tp}.py": CI_SCRIPT.replace("{argv}", f'"--tp", "{tp}", "--world", "8"')
+          for tp in (2, 4)}
+    repo = write_repo(tmp_path, {"train.py": ARGPARSE_TRAIN, **ci})
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base")
+    git(repo, "checkout", "-qb", "pr")
+    train = repo / "train.py"
+    marker = '    assert args.world % args.tp == 0, "world size must divide by tp"\n'
+    train.write_text(train.read_text().replace(marker, marker + NEW_ASSERT))
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "refuse tp 4")
+    policy = tmp_path / "policy.yml"
+    policy.write_text(BOUNDARY_POLICY)
+    run = prtriage("check", "--repo", str(repo), "--base", "main", "--head", "pr", "--policy", str(policy),
+                   "--format", "json", cache_dir=tmp_path / "cache")
+    assert run.returncode == 1, run.describe()
+    report = run.json()
+    assert report["health"]["could_analyse"] is True
+    assert report["health"]["base"]["accepted"] == 2
+    [finding] = [f for f in report["findings"] if f["severity"] == "blocking"]
+    assert (finding["kind"], finding["suites"]) == ("new_rejection", ["tests/test_tp4.py"])
+    assert (finding["path"], finding["line"], finding["in_diff"]) == (
+        "train.py", line_of(repo, "train.py", "assert args.tp < 4"), True)
+    assert "tp 4 is not supported yet" in finding["message"]
+    accepted = {s["id"]: s["head"] for s in report["suites"]}["tests/test_tp2.py"]
+    assert accepted["outcome"] == "accepted"
+    assert accepted["message"].startswith("reached the training boundary torch.distributed.")
+
+
+REAL_TORCH = '''\
+import sys
+
+import torch
+import torch.distributed as dist
+
+
+
+@torch.jit.script  # TorchScript cannot compile **options: it would raise here, at import
+def scaled(x, **options):
+    return x
+
+
+@torch.compile(mode="max-autotune")
+def fused(x):
+    return x * 2
+
+
+assert fused(scaled(3)) == 6  # compilers applied at import leave the functions as written
+model = torch.nn.Linear(2, 2)
+x = torch.zeros(2)
+assert x.to(torch.float16).dtype == torch.float16  # no device named: the call goes through
+assert model.to(torch.float64).weight.dtype == torch.float64
+step = sys.argv[1]
+if step == "zeros":
+    torch.zeros(2, device="cuda")
+elif step == "module":
+    model.to("cuda")
+elif step == "tensor":
+    x.cuda()
+elif step == "group":
+    dist.init_process_group("nccl")
+assert step != "broken", "a broken config"
+'''
+
+
+def test_real_cpu_torch_stops_at_device_work_and_process_groups(tmp_path: Path) -> None:
+    repo = write_repo(tmp_path, {"train.py": REAL_TORCH})
+    harness = {"real_packages": ["torch"], "stub_modules": [],
+               "limits": {"suite_seconds": 120, "memory_mb": 8192}}
+    spec = job([launch(step, "train.py", step) for step in ("zeros", "module", "tensor", "group", "broken")],
+               boundary_policy(**harness))
+    limits = Limits.model_validate(spec["policy"]["harness"]["limits"])
+    run = run_harness(SandboxSpec(program="validate.py", repo_dir=repo, job=spec, limits=limits,
+                                  interpreter=environment_of(Harness(requirements=["torch==2.13.0"]))))
+    assert run.sandboxed and run.messages[-1] == {"type": "done"}, (run.ended, run.stderr_tail)
+    found = {suite: result.outcome for suite, result in results(run.messages).items()}
+    stops = {suite: (outcome.message or "").split(" (")[0] for suite, outcome in found.items()}
+    assert stops == {"zeros": "reached the training boundary torch.cuda._lazy_init",
+                     "module": "reached the training boundary torch.nn.Module.to",
+                     "tensor": "reached the training boundary torch.Tensor.cuda",
+                     "group": "reached the training boundary torch.distributed.init_process_group",
+                     "broken": "a broken config"}
+    assert found["zeros"].line == line_of(repo, "train.py", 'torch.zeros(2, device="cuda")')
+    assert found["broken"].outcome == "rejected"
+
+
+def test_the_incident_is_caught_by_running_the_miles_launches_to_their_boundary(
+        miles_repo: Path, prtriage_cache: Path, tmp_path: Path) -> None:
+    # The twin's policy without its validator: train.py runs as CI starts it, parse_args and all, until
+    # its placement group; the incident's assert rejects the same five suites at the same line.
+    policy = yaml.safe_load(MILES_POLICY.read_text())
+    policy["validation"]["mode"] = "boundary"
+    written = tmp_path / "boundary.yml"
+    written.write_text(yaml.safe_dump(policy))
+    run = prtriage("check", "--repo", str(miles_repo), "--base", "main", "--head", "incident", "--policy",
+                   str(written), "--format", "json", cache_dir=prtriage_cache)
+    assert run.returncode == 1, run.describe()
+    report = run.json()
+    [finding] = [f for f in report["findings"] if f["severity"] == "blocking"]
+    assert (finding["kind"], sorted(finding["suites"])) == ("new_rejection", sorted(LORA_COLOCATE_SUITES))
+    assert (finding["path"], finding["line"]) == (
+        ARGUMENTS, twin_line_of(miles_repo, "incident", ARGUMENTS, INCIDENT_ASSERT))
+    assert report["health"]["base"]["accepted_share"] == 1.0
+    stops = {suite["base"]["message"] for suite in report["suites"]}
+    assert stops == {"reached the training boundary ray.util.placement_group (a Ray cluster or actor needs "
+                     "the nodes CI starts)"}

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from needs import working_sandbox
 
-from app.analysis.core.policy import Policy
+from app.analysis.core.policy import Policy, RecordLaunches, WorkflowSteps, load_policy
 from app.engine.matrix_capture import capture_matrix
 
 RLINF_WORKFLOW = """
@@ -248,3 +248,107 @@ def test_nemo_rl_shell_scripts_through_uv_coverage_arrays_tee_and_failing_checks
     assert "a nested script failed: bash ./tests/functional/grpo_checkpoint.sh ended with status 1" in (
         partial.reason)
     assert (matrix.scripts, matrix.captured, matrix.failed, matrix.no_entry) == (1, 1, (), ())
+
+
+NEMO_RL_WORKFLOW = """
+    name: CICD NeMo RL
+    jobs:
+      cicd-functional-tests:
+        strategy:
+          fail-fast: false
+          matrix:
+            include:
+              - script: L1_Functional_Tests_GRPO
+              - script: L1_Functional_Tests_SFT
+        runs-on: h100
+        name: ${{ matrix.script }}
+        steps:
+          - name: Checkout
+            uses: actions/checkout@v6
+          - name: main
+            uses: ./.github/actions/test-template
+            env:
+              NRL_FORCE_REBUILD_VENVS: "false"
+            with:
+              runner: h100
+              script: ${{ matrix.script }}
+      cicd-doc-tests:
+        runs-on: h100
+        steps:
+          - uses: ./.github/actions/test-template
+            with:
+              script: docs_quickstart
+              is_doc_test: "true"
+"""
+NEMO_RL_ACTION = """
+    name: "Test Template"
+    inputs:
+      runner:
+        required: true
+      script:
+        required: true
+      is_doc_test:
+        default: "false"
+      is_unit_test:
+        default: "false"
+    runs:
+      using: "composite"
+      steps:
+        - name: Install uuidgen
+          shell: bash
+          run: apt-get install -y uuid-runtime
+        - name: Run tests
+          shell: bash
+          env:
+            GHA_RUNNER: ${{ inputs.runner }}
+          run: |
+            echo "script: ${{ inputs.script }}"
+            bash tests/${{ inputs.is_doc_test == 'true' && 'docs' ||
+              (inputs.is_unit_test == 'true' && 'unit' || 'functional') }}/${{ inputs.script }}.sh && \\
+              echo "Finished successfully." || echo "Did not finish."
+"""
+NEMO_RL_COMPOSITE_FILES = {
+    **NEMO_RL_FILES,
+    ".github/workflows/cicd-main.yml": NEMO_RL_WORKFLOW,
+    ".github/actions/test-template/action.yml": NEMO_RL_ACTION,
+    "tests/functional/L1_Functional_Tests_SFT.sh": "bash ./tests/functional/sft.sh\n",
+    "tests/docs/docs_quickstart.sh": "uv run examples/run_grpo.py --config examples/configs/start.yaml\n",
+}
+
+
+def test_nemo_rl_matrix_rows_reach_their_scripts_through_the_shared_composite_action(
+        tmp_path: Path) -> None:
+    working_sandbox()
+    repo = write_tree(tmp_path / "repo", NEMO_RL_COMPOSITE_FILES)
+    policy = Policy.model_validate({
+        **nemo_rl_policy().model_dump(mode="json", by_alias=True),
+        "matrix": {"sources": [{
+            "kind": "workflow_steps", "workflows": [".github/workflows/*.yml"],
+            "scripts": ["tests/functional/L1_*.sh", "tests/docs/*.sh"],
+            "entry": r"(^|/)examples/run_\w+\.py$",
+            "launchers": ["python", "python3", "torchrun", "ray"], "env_from": ["exported"],
+            "env_keep": ["GHA_RUNNER", "NRL_FORCE_REBUILD_VENVS"]}]}})
+    matrix, _ = capture_matrix(repo, policy, cache_dir=None)
+    workflow = ".github/workflows/cicd-main.yml"
+    # the action's second step (2.2, 1.2) is the one that names a test script; the install step is none
+    grpo = f"{workflow}:cicd-functional-tests[1]:2.2"
+    sft = f"{workflow}:cicd-functional-tests[2]:2.2"
+    docs = f"{workflow}:cicd-doc-tests:1.2"
+    assert [suite.id for suite in matrix.suites] == [
+        docs, grpo, f"{grpo}#2", f"{grpo}#3", f"{grpo}#4", sft, f"{sft}#2"]
+    by_id = {suite.id: suite for suite in matrix.suites}
+    assert list(by_id[docs].argv) == ["--config", "examples/configs/start.yaml"]
+    assert [by_id[i].entry for i in (sft, f"{sft}#2")] == ["examples/run_sft.py", "examples/run_sft.py"]
+    # `with:` reaches the action's env, the calling step's env reaches the action's steps
+    assert by_id[sft].env == {"GHA_RUNNER": "h100", "NRL_FORCE_REBUILD_VENVS": "false"}
+    assert (matrix.scripts, matrix.failed, matrix.no_entry) == (3, (), ())
+
+
+def test_the_example_policies_for_these_shapes_load_with_the_sources_their_twins_exercise() -> None:
+    examples = Path(__file__).resolve().parents[1] / "examples" / "capture"
+    nemo_rl = load_policy(examples / "nemo-rl.yml").matrix.sources[0]
+    assert isinstance(nemo_rl, RecordLaunches)
+    assert nemo_rl.scripts == ["tests/functional/L1_Functional_Tests_*.sh"]
+    assert nemo_rl.command == ["bash", "{script}"]
+    rlinf = load_policy(examples / "rlinf.yml").matrix.sources[0]
+    assert isinstance(rlinf, WorkflowSteps) and rlinf.scripts == ["tests/e2e_tests/**/*.sh"]

@@ -34,9 +34,10 @@ from twin.variants import (
     UNREACHED_ASSERT,
 )
 
-REPORT_KEYS = {"base", "head", "validation_changed", "suites", "findings", "capture", "timing", "health"}
+REPORT_KEYS = {"base", "head", "validation_changed", "suites", "findings", "capture", "timing", "health",
+               "policy"}
 SUITE_KEYS = {"id", "script", "argv", "base", "head"}
-FINDING_KEYS = {"kind", "severity", "scripts", "suites", "path", "line", "in_diff", "message"}
+FINDING_KEYS = {"kind", "severity", "scripts", "suites", "path", "line", "in_diff", "message", "minimal_args"}
 NOISE_OPEN = '"generation_config.json")) as f:'
 
 
@@ -99,6 +100,11 @@ def test_incident_blocks_exactly_the_five_lora_colocate_suites(check: Checker, m
     combo = {"--colocate", "--disable-weights-backuper", "--lora-rank"}
     passing = sorted(suite["id"] for suite in report["suites"] if combo <= set(suite["argv"]))
     assert passing == sorted(LORA_COLOCATE_SUITES)
+    # and the search in the sandbox finds that combination (with what the suites need to reach the assert)
+    minimal = finding["minimal_args"]
+    assert minimal["complete"] is True and minimal["every_suite_passes"] is True, minimal
+    assert combo <= set(minimal["args"]), minimal
+    assert (report["policy"]["source"], report["policy"]["path"]) == ("option", str(MILES_POLICY))
     base, head = outcomes(report, "base"), outcomes(report, "head")
     assert {suite: base[suite]["outcome"] for suite in ALL_SUITES} == dict.fromkeys(ALL_SUITES, "accepted")
     for suite in ALL_SUITES:
@@ -136,18 +142,19 @@ def test_removed_flag_blocks_the_suite_that_still_passes_it(check: Checker, mile
     assert passing == [SHORT_GSM8K]
 
 
-def test_reading_an_undefined_option_blocks_every_suite_at_the_read(check: Checker, miles_repo: Path) -> None:
+def test_reading_an_option_the_replaced_upstream_parser_may_define_is_blindness(check: Checker,
+                                                                               miles_repo: Path) -> None:
+    # Megatron's parser is replaced here (absent upstream): `no_such_option` may be one of its options
+    # (radixark/miles, July 2026: `optimizer_cpu_offload` blocked falsely), so the read is counted in the
+    # health, not reported as "reads args.X, which no parser defines".
     status, report = check("attribute_error")
-    assert status == 1
+    assert status == 0
     assert_contract(report, miles_repo, "attribute_error")
     assert_full_capture(report)
+    assert by_severity(report, "blocking") == [] and by_severity(report, "warning") == []
+    assert report["health"]["could_analyse"] is True
+    assert report["health"]["stubbed_parser_reads"] == ["no_such_option"]
     line = line_of(miles_repo, "attribute_error", ARGUMENTS, ATTRIBUTE_READ)
-    [finding] = by_severity(report, "blocking")
-    assert finding["kind"] == "new_rejection"
-    assert (finding["suites"], finding["scripts"]) == (sorted(ALL_SUITES), sorted(SCRIPTS))
-    assert (finding["path"], finding["line"], finding["in_diff"]) == (ARGUMENTS, line, True)
-    assert "no_such_option" in finding["message"]
-    assert by_severity(report, "warning") == []
     # the guarded body can only be reported as unreached, never as a finding of its own
     for info in by_severity(report, "info"):
         assert (info["kind"], info["path"], info["line"]) == ("not_exercised", ARGUMENTS, line + 1)

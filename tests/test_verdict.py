@@ -390,6 +390,18 @@ def test_a_new_read_of_an_undefined_attribute_in_the_diff_is_a_rejection() -> No
     assert len(findings[0].suites) == 2
 
 
+def test_a_read_an_upstream_parser_stood_in_for_may_define_is_no_finding() -> None:
+    # radixark/miles, July 2026: head code read Megatron's optimizer_cpu_offload, which the replaced
+    # Megatron parser does not define; it blocked. Every parser that could define it must have run for real.
+    group = suites(2)
+    stood_in = LearnedAttribute("optimizer_cpu_offload", ARGS, 7, upstream=True)
+    head = results(group, ACCEPTED, learned=(stood_in,))
+    assert judge(matrix(group), results(group, ACCEPTED), head, DIFF, POLICY) == []
+    own = results(group, ACCEPTED, learned=(LearnedAttribute("optimizer_cpu_offload", ARGS, 7),))
+    [finding] = judge(matrix(group), results(group, ACCEPTED), own, DIFF, POLICY)
+    assert (finding.kind, finding.severity) == ("new_rejection", "blocking")
+
+
 # --- flags --------------------------------------------------------------------------------------------
 
 def test_a_flag_defined_at_base_and_tolerated_at_head_is_removed() -> None:

@@ -8,13 +8,22 @@ from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request
 
 from app.dashboard.actions import AlreadyClosed, close_from_dashboard
 from app.dashboard.deps import ApiViewer, GateDep, ReadSession, SessionsDep, api_viewer
-from app.dashboard.schemas import CloseRequest, ErrorOut, RiskWindowPage, RunPage
-from app.store.queries import InvalidCursor, list_runs, list_windows, run_with_suites, window_with_events
-from app.store.shapes import RiskWindowDetailOut, RunDetailOut
+from app.dashboard.schemas import CloseRequest, ErrorOut, RepositoryList, RiskWindowPage, RunPage
+from app.store.queries import (
+    InvalidCursor,
+    list_repositories,
+    list_runs,
+    list_windows,
+    repository_view,
+    run_with_suites,
+    window_with_events,
+)
+from app.store.shapes import RepositoryOut, RiskWindowDetailOut, RunDetailOut
 from app.store.types import BIGINT_MAX, INTEGER_MAX
 from app.store.window_views import StateFilter
 
 REPO_PATTERN = r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$"
+NAME_PATTERN = r"^[A-Za-z0-9_.-]+$"  # an owner or a repository name
 CSRF_HEADER = "X-CSRF-Token"
 
 RepoQuery = Annotated[str | None, Query(pattern=REPO_PATTERN, max_length=255,
@@ -22,6 +31,7 @@ RepoQuery = Annotated[str | None, Query(pattern=REPO_PATTERN, max_length=255,
 CursorQuery = Annotated[str | None, Query(max_length=200, description="`next` of the previous page.")]
 LimitQuery = Annotated[int, Query(ge=1, le=200, description="Items per page.")]
 IdPath = Annotated[int, Path(ge=1, le=BIGINT_MAX)]
+NamePath = Annotated[str, Path(pattern=NAME_PATTERN, max_length=100)]
 
 ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"model": ErrorOut, "description": "No valid token or session cookie (DASHBOARD_TOKEN is set)."},
@@ -98,3 +108,20 @@ def run(session: ReadSession, run_id: IdPath) -> dict[str, Any]:
     if detail is None:
         raise HTTPException(404, f"no triage run {run_id}")
     return dict(detail)
+
+
+@router.get("/repositories", tags=["repositories"], response_model=RepositoryList)
+def repositories(session: ReadSession) -> dict[str, Any]:
+    """Every repository the App sees, by name: its default branch, the policy and result of the default
+    branch's last health, and the CI suites the default branch rejects now (dead suites)."""
+    return {"items": list_repositories(session)}
+
+
+@router.get("/repositories/{owner}/{name}", tags=["repositories"], response_model=RepositoryOut,
+            responses={404: {"model": ErrorOut}})
+def repository(session: ReadSession, owner: NamePath, name: NamePath) -> dict[str, Any]:
+    """One repository (`owner/name`, any case): default branch, policy, last health, dead suites."""
+    view = repository_view(session, repo=f"{owner}/{name}")
+    if view is None:
+        raise HTTPException(404, f"no repository {owner}/{name}")
+    return dict(view)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from markupsafe import Markup, escape
 
-from app.store.shapes import AgeBucket, DayCount
+from app.store.shapes import AgeBucket, DayCount, HealthOut
 
 WIDTH, HEIGHT = 640, 180
 MARGIN_LEFT, MARGIN_BOTTOM, MARGIN_TOP = 36, 28, 12
@@ -21,6 +21,7 @@ class Bar:
     value: int
     tooltip: str
     label: str = ""  # written under the bar when not empty
+    extra_class: str = ""  # beside the chart's class: a bar that stands apart (a blind health)
 
 
 def _ceiling(values: Sequence[int]) -> int:
@@ -40,7 +41,8 @@ def _bar(bar: Bar, x: float, width: float, top: int, css_class: str, value_shown
         inside = height > 18
         label += (f'<text class="value{" inside" if inside else ""}" x="{x + width / 2:.1f}" '
                   f'y="{y + 14 if inside else y - 4:.1f}" text-anchor="middle">{bar.value}</text>')
-    return (f'<rect class="{css_class}" x="{x:.1f}" y="{y:.1f}" width="{width:.1f}" height="{height:.1f}" '
+    classes = f"{css_class} {bar.extra_class}".strip()
+    return (f'<rect class="{classes}" x="{x:.1f}" y="{y:.1f}" width="{width:.1f}" height="{height:.1f}" '
             f'data-key="{escape(bar.key)}" data-value="{bar.value}"><title>{escape(bar.tooltip)}</title>'
             f"</rect>{label}")
 
@@ -80,3 +82,19 @@ def ages(buckets: Sequence[AgeBucket]) -> Markup:
                 tooltip=f"{bucket['count']} open for {bucket['label']}") for bucket in buckets]
     return bar_chart(bars, chart_id="chart-ages", title="Ages of open risk windows", css_class="bar age",
                      values_shown=True)
+
+
+def acceptance(healths: Sequence[HealthOut]) -> Markup:
+    """The share of CI suites the default branch accepted at each health, in percent, oldest first; a blind
+    health stands apart (its share says how little the harness saw, not how broken main is)."""
+    bars = []
+    for i, health in enumerate(healths):
+        share = round(100 * health["accepted"] / health["suites"]) if health["suites"] else 0
+        seen = health["could_analyse"]
+        blind = "" if seen else ", could not analyse"
+        bars.append(Bar(key=health["sha"], value=share, extra_class="" if seen else "blind",
+                        tooltip=f"{health['at']:%Y-%m-%d %H:%M} {health['sha'][:10]}: {health['accepted']}/"
+                                f"{health['suites']} accepted ({share}%){blind}",
+                        label=f"{health['at']:%b %d}" if i in (0, len(healths) - 1) else ""))
+    return bar_chart(bars, chart_id="chart-acceptance", title="Share of CI suites the default branch accepts",
+                     css_class="bar health")

@@ -15,15 +15,17 @@ from starlette.responses import Response
 
 from app.dashboard import charts
 from app.dashboard.actions import AlreadyClosed, close_from_dashboard
-from app.dashboard.api import REPO_PATTERN
+from app.dashboard.api import NAME_PATTERN, REPO_PATTERN
 from app.dashboard.auth import Viewer
 from app.dashboard.deps import GateDep, PageViewer, ReadSession, SessionsDep, page_viewer
 from app.dashboard.forms import FormFields
 from app.dashboard.views import error_page, render
 from app.store.queries import (
     InvalidCursor,
+    list_repositories,
     list_runs,
     list_windows,
+    repository_page,
     run_with_suites,
     window_ages,
     window_with_events,
@@ -38,6 +40,8 @@ CHART_DAYS = 90
 PAGE_SIZE = 50
 MAX_REASON = 2000
 IdPath = Annotated[int, Path(ge=1, le=BIGINT_MAX)]
+NamePath = Annotated[str, Path(pattern=NAME_PATTERN, max_length=100)]
+RECENT_RUNS = 10  # on the home and repository pages
 MAX_LIMIT = 200
 STATES = ("open", "closed", "all")
 T = TypeVar("T")
@@ -136,6 +140,7 @@ def windows_page(request: Request, viewer: PageViewer, session: ReadSession, sta
         "first_url": _page_url("/", state=state_filter, repo=repo_name, limit=_kept(size)),
         "over_time_chart": charts.open_over_time(over_time), "chart_days": CHART_DAYS,
         "ages_chart": charts.ages(window_ages(session, repo=repo_name)),
+        "recent_runs": list_runs(session, repo=repo_name, limit=RECENT_RUNS)[0],
     }, viewer=viewer, status_code=problems.status)
 
 
@@ -204,3 +209,23 @@ def run_page(request: Request, viewer: PageViewer, session: ReadSession, run_id:
     if detail is None:
         return error_page(request, 404, f"no triage run {run_id}", viewer=viewer)
     return render(request, "run.html", {"run": detail}, viewer=viewer)
+
+
+@router.get("/repositories")
+def repositories_page(request: Request, viewer: PageViewer, session: ReadSession) -> Response:
+    return render(request, "repositories.html", {"repositories": list_repositories(session)}, viewer=viewer)
+
+
+@router.get("/repositories/{owner}/{name}")
+def repository_page_view(request: Request, viewer: PageViewer, session: ReadSession, owner: NamePath,
+                         name: NamePath) -> Response:
+    full_name = f"{owner}/{name}"
+    page = repository_page(session, repo=full_name)
+    if page is None:
+        return error_page(request, 404, f"no repository {full_name}", viewer=viewer)
+    return render(request, "repository.html", {
+        "page": page, "repo": page.view, "reason": page.reason,
+        "acceptance_chart": charts.acceptance(page.history),
+        "windows": list_windows(session, state="open", repo=page.view["repo"], limit=PAGE_SIZE)[0],
+        "runs": list_runs(session, repo=page.view["repo"], limit=RECENT_RUNS)[0],
+    }, viewer=viewer)

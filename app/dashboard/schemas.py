@@ -7,7 +7,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from app.store.shapes import RiskWindowOut, RunOut
+from app.store.shapes import RepositoryOut, RiskWindowOut, RunOut
 
 
 class Shape(BaseModel):
@@ -27,6 +27,10 @@ class CloseRequest(Shape):
 class RunPage(Shape):
     items: list[RunOut]
     next: str | None = Field(description="Cursor of the next page; null on the last one.")
+
+
+class RepositoryList(Shape):
+    items: list[RepositoryOut]
 
 
 class ErrorOut(Shape):

@@ -5,7 +5,8 @@ the bundled example (examples/incident: a validator, a CI script, and a pull req
 and knows the demo App by a key made for the occasion. `prtriage serve` runs as it does in production, pointed
 at that GitHub, with its database, queue and cache in a temporary directory. The demo sends it the signed
 `pull_request` `opened` delivery GitHub would send, waits for the check run, prints it and the sticky comment,
-and leaves the dashboard running until Ctrl-C (`--once`: stops at once)."""
+then pushes the base to the default branch (the service checks main's health), and leaves the dashboard
+running until Ctrl-C (`--once`: stops at once)."""
 
 from __future__ import annotations
 
@@ -19,13 +20,20 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 
 from app.bundled import bundled
 from app.config import ConfigError, Settings
 from app.demo.localgithub import FakeGitHub, make_app_key
-from app.demo.localgithub.hook_deliveries import delivery_headers, encode, packaged, pull_request_payload
+from app.demo.localgithub.hook_deliveries import (
+    delivery_headers,
+    encode,
+    packaged,
+    pull_request_payload,
+    push_payload,
+)
 from app.demo.localgithub.state import FakeCheckRun
 
 EXAMPLE = bundled("examples") / "incident"
@@ -46,6 +54,7 @@ class Outcome:
     comment: str | None = None
     seconds: float = 0.0
     error: str | None = None
+    main_health: dict[str, Any] | None = None  # the default branch's, after the push of the base
     done: threading.Event = field(default_factory=threading.Event)
 
 
@@ -152,10 +161,28 @@ def drive(fake: FakeGitHub, settings: Settings, shas: tuple[str, str], outcome: 
         outcome.check, outcome.seconds = check, time.monotonic() - started
         comments = fake.comments_on(REPO, NUMBER)
         outcome.comment = comments[0].body if comments else None
+        outcome.main_health = push_main(fake, settings, base_url, shas[0], stopped)
     except (httpx.HTTPError, OSError) as exc:
         outcome.error = f"{type(exc).__name__}: {exc}"
     finally:
         outcome.done.set()
+
+
+def push_main(fake: FakeGitHub, settings: Settings, base_url: str, base_sha: str,
+              stopped: threading.Event) -> dict[str, Any] | None:
+    """The example's base lands on its default branch: the service checks main's health, and the
+    repository page has a matrix and an acceptance to show. The last health, or None in time."""
+    fake.push(REPO, base_sha, "The example's main")
+    body = encode(push_payload(fake, full_name=REPO, before=None, commits=[base_sha]))
+    assert settings.github_webhook_secret is not None
+    headers = delivery_headers("push", body, secret=settings.github_webhook_secret.get_secret_value())
+    httpx.post(f"{base_url}webhooks/github", content=body, headers=headers, timeout=30)
+    deadline = time.monotonic() + RESULT_TIMEOUT
+    while not stopped.wait(0.2) and time.monotonic() < deadline:
+        health = httpx.get(f"{base_url}api/repositories/{REPO}", timeout=10).json().get("last_health")
+        if health:
+            return dict(health)
+    return None
 
 
 def report(outcome: Outcome, settings: Settings, say: Say, *, serving: bool) -> None:
@@ -173,9 +200,13 @@ def report(outcome: Outcome, settings: Settings, say: Say, *, serving: bool) -> 
         say("no comment was posted")
     else:
         say(f"the sticky comment on {REPO}#{NUMBER}:\n\n{textwrap.indent(outcome.comment.strip(), '    ')}\n")
+    health = outcome.main_health
+    if health is not None:
+        say(f"main of {REPO} at {health['sha'][:12]}: accepts {health['accepted']} of {health['suites']} CI "
+            "suites (its health, checked after the push to it)")
     if serving:
-        say(f"the dashboard: http://127.0.0.1:{settings.port}/ (risk windows), "
-            f"http://127.0.0.1:{settings.port}/runs (this run, its suites and findings)")
+        say(f"the dashboard: http://127.0.0.1:{settings.port}/ (risk windows and this run), "
+            f"http://127.0.0.1:{settings.port}/repositories/{REPO} (its default branch: matrix, acceptance)")
 
 
 def analysed(check: FakeCheckRun | None) -> bool:

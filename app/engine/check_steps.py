@@ -19,6 +19,7 @@ from app.analysis.verdict.verdict import verdict
 from app.engine import validation_cache
 from app.engine.environments import EnvironmentProblem, prepare
 from app.engine.matrix_capture import capture_matrix
+from app.engine.minimal_args import explain_rejections, head_validator
 from app.engine.suite_validation import trace_lines, validate_revision
 from app.sandbox.interpreter import Interpreter
 from app.sandbox.runner import SandboxUnavailable, sandbox_problem
@@ -90,8 +91,12 @@ def run_check(base_tree: Path, head_tree: Path, policy: Policy, *, base_sha: str
     findings = verdict(matrix, base.results, head.results, diff, policy, traced=trace)
     health = assess(matrix, base.results, head.results, trace,
                     max_base_failures=policy.health.max_base_failures, fail_open=policy.health.fail_open)
+    minimize_started = time.monotonic()
+    if health.could_analyse:  # a blind analysis' findings are not worth the search
+        findings = explain_rejections(findings, matrix.suites, head.results, head_validator(
+            head_tree, policy, allow_unsandboxed=allow_unsandboxed, interpreter=interpreter))
     timing = Timing(capture_s=capture_s, base_s=base.seconds, head_s=head.seconds,
-                    total_s=time.monotonic() - started)
+                    minimize_s=time.monotonic() - minimize_started, total_s=time.monotonic() - started)
     return CheckReport(base_sha, head_sha, validation_changed=True, changed_paths=changed, matrix=matrix,
                        base=base.results, head=head.results, findings=tuple(findings), capture_cached=cached,
                        base_cached=base.cached, sandboxed=base.sandboxed and head.sandboxed, timing=timing,
@@ -141,6 +146,15 @@ def run_doctor(tree: Path, policy: Policy, *, cache_dir: Path, allow_unsandboxed
                    repository=repository)[1]
 
 
+def doctor_revision(tree: Path, policy: Policy, *, cache_dir: Path, allow_unsandboxed: bool,
+                    progress: Progress | None = None, repository: str | None = None,
+                    ) -> tuple[Matrix, Health]:
+    """The revision's CI matrix and its health (every suite's outcome is in `base_failures` or accepted):
+    what the main health of a default branch keeps."""
+    return _doctor(tree, policy, cache_dir=cache_dir, allow_unsandboxed=allow_unsandboxed, progress=progress,
+                   repository=repository)
+
+
 def _doctor(tree: Path, policy: Policy, *, cache_dir: Path, allow_unsandboxed: bool,
             progress: Progress | None, repository: str | None) -> tuple[Matrix, Health]:
     require_sandbox(allow_unsandboxed)
@@ -151,13 +165,28 @@ def _doctor(tree: Path, policy: Policy, *, cache_dir: Path, allow_unsandboxed: b
                                    interpreter=interpreter)
         results: dict[str, SuiteResult] = {}
         if matrix.suites:  # none: the capture failures are the diagnosis
-            results, _ = validate_revision(tree, policy, matrix.suites, trace={},
-                                           allow_unsandboxed=allow_unsandboxed,
-                                           on_progress=_step(progress, "validate"), interpreter=interpreter)
+            results = _validate_cached(tree, policy, matrix.suites, cache_dir, allow_unsandboxed, progress,
+                                       interpreter)
     except SandboxUnavailable as exc:
         raise AnalysisError(f"{exc}; {SANDBOX_HINT}") from None
     return matrix, assess(matrix, results, {}, {}, max_base_failures=policy.health.max_base_failures,
                           fail_open=policy.health.fail_open)
+
+
+def _validate_cached(tree: Path, policy: Policy, suites: tuple[Suite, ...], cache_dir: Path,
+                     allow_unsandboxed: bool, progress: Progress | None,
+                     interpreter: Interpreter) -> dict[str, SuiteResult]:
+    """One revision's untraced validation, kept as a check's base results are (validation_cache): a doctor of
+    a commit a check used as its base, or doctored before, reuses them."""
+    key = validation_cache.validation_key(tree, policy, suites, interpreter)
+    cached = validation_cache.lookup(cache_dir, key, suites)
+    if cached is not None:
+        return cached
+    results, sandboxed = validate_revision(tree, policy, suites, trace={},
+                                           allow_unsandboxed=allow_unsandboxed,
+                                           on_progress=_step(progress, "validate"), interpreter=interpreter)
+    validation_cache.store(cache_dir, key, results, sandboxed=sandboxed)
+    return results
 
 
 def run_init(tree: Path, *, cache_dir: Path, allow_unsandboxed: bool, rounds: int,
@@ -299,5 +328,6 @@ def _text(path: Path) -> str | None:
 
 def policy_label(policy: Policy) -> str:
     """How `prtriage env list` names the policies that used an environment: by what it validates."""
-    validated = "launches to their boundary" if policy.validation.to_boundary else policy.validation.entry
+    validated = ("launches to their boundary" if policy.validation.to_boundary
+                 else " or ".join(policy.validation.entries))
     return f"{validated} ({', '.join(policy.validation.paths[:2])})"

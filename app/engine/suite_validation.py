@@ -97,7 +97,7 @@ def trace_lines(diff: TreeDiff, policy: Policy, head_sources: Mapping[str, str],
     for path in diff.changed_paths:
         source = head_sources.get(path)
         if source is None or not path.endswith(".py") \
-                or not (path in learned or any(path_matches(path, g) for g in policy.validation.paths)):
+                or not (path in learned or any(path_matches(path, g) for g in policy.validation.path_globs)):
             continue
         owners = statement_starts(source, path)
         changed = diff.changed_lines(path)

@@ -133,6 +133,39 @@ class GitHubClient:
             raise GitHubError("repos/compare-commits-with-basehead", 200, "the answer names no merge base")
         return merge_base
 
+    def commits_between(self, owner: str, repo: str, base_sha: str, head_sha: str) -> list[str]:
+        """The shas of the commits after BASE_SHA up to HEAD_SHA, oldest first (compare API; GitHub lists
+        at most 250): where a default branch's breaking commit is searched."""
+        for sha in (base_sha, head_sha):
+            if not _SHA.fullmatch(sha):
+                raise ValueError(f"not a commit sha: {sha!r}")
+        url = f"{repo_path(owner, repo)}/compare/{base_sha}...{head_sha}"
+        answer = self._call("repos/compare-commits-with-basehead", "GET", url)
+        commits = answer.get("commits") if isinstance(answer, dict) else None
+        if not isinstance(commits, list):
+            raise GitHubError("repos/compare-commits-with-basehead", 200, "the answer lists no commits")
+        return [str(commit["sha"]) for commit in commits
+                if isinstance(commit, dict) and _SHA.fullmatch(str(commit.get("sha", "")))]
+
+    # The repository and its default branch
+
+    def default_branch(self, owner: str, repo: str) -> str:
+        answer = self._call("repos/get", "GET", repo_path(owner, repo))
+        branch = answer.get("default_branch") if isinstance(answer, dict) else None
+        if not isinstance(branch, str) or not branch:
+            raise GitHubError("repos/get", 200, "the answer names no default branch")
+        return branch
+
+    def branch_head(self, owner: str, repo: str, branch: str) -> str:
+        """The sha of BRANCH's head commit."""
+        url = f"{repo_path(owner, repo)}/branches/{quote(branch, safe='')}"
+        answer = self._call("repos/get-branch", "GET", url)
+        commit = answer.get("commit") if isinstance(answer, dict) else None
+        sha = commit.get("sha") if isinstance(commit, dict) else None
+        if not isinstance(sha, str) or not _SHA.fullmatch(sha):
+            raise GitHubError("repos/get-branch", 200, "the answer names no head commit")
+        return sha
+
     # Repository contents
 
     def get_file(self, owner: str, repo: str, path: str, ref: str) -> bytes | None:

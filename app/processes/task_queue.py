@@ -28,7 +28,7 @@ from app.processes import recovery
 from app.service.lease_keeper import Keeper
 from app.service.services import Services
 from app.trees import cachedir
-from app.triage import pipeline, resync
+from app.triage import main_health, pipeline, resync
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +90,9 @@ class Queue:
                                                       name="resync")(self.run_resync)
         self.prune_cache: TaskWrapper = huey.periodic_task(every(CACHE_PRUNE_SECONDS),
                                                            name="prune_cache")(self.run_prune_cache)
+        self.main_health: TaskWrapper = huey.task(name="main_health")(self.run_main_health)
+        self.main_healths: TaskWrapper = huey.periodic_task(every(services.settings.main_health_seconds),
+                                                            name="main_healths")(self.run_main_healths)
 
     def enqueue_delivery(self, guid: str) -> None:
         """Queue the delivery's job; raises when the queue cannot take it (the intake answers 503)."""
@@ -153,6 +156,21 @@ class Queue:
     def run_resync(self) -> None:
         outcome = resync.resync(self.services)
         self._count(task="resync", outcome="done" if not outcome.failed else "partial")
+
+    def run_main_healths(self) -> None:
+        """One job per installed repository: a slow or failing repository delays no other."""
+        for repository_id in main_health.repositories_to_check(self.services):
+            self.main_health(repository_id)
+        self._count(task="main_healths", outcome="done")
+
+    def run_main_health(self, repository_id: int) -> None:
+        try:
+            main_health.check_repository(self.services, repository_id)
+        except Exception as exc:  # the next period tries again
+            log.warning("main health of repository %d: %s", repository_id, pipeline.describe(exc))
+            self._count(task="main_health", outcome="failed")
+            return
+        self._count(task="main_health", outcome="done")
 
     def run_prune_cache(self) -> None:
         prune_cache(self.services.settings)

@@ -35,6 +35,7 @@ ReferenceKind = Literal["prerequisite", "followup", "revert", "closes", "mention
 ReferenceState = Literal["open", "draft", "merged", "closed_unmerged", "not_found", "no_access", "completed",
                          "not_planned"]
 WindowState = Literal["open", "closed"]
+WindowKind = Literal["followup", "dead_suite"]
 
 SHA = String(64)  # 40 hex digits today; SHA-256 repositories use 64
 LOGIN = String(255)
@@ -81,6 +82,7 @@ class Repository(Base):
     full_name: Mapped[str] = mapped_column(String(255), index=True)  # owner/name, as GitHub spells it
     private: Mapped[bool]
     installation_id: Mapped[int | None] = mapped_column(ForeignKey("installations.id"), index=True)
+    default_branch: Mapped[str | None] = mapped_column(String(255))  # as the last push or health named it
     removed_at: Mapped[datetime | None]  # removed from the installation; kept for its history
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
@@ -268,7 +270,9 @@ window_awaits = Table(
 
 
 class RiskWindow(Base):
-    """Merged work whose promised follow-up or prerequisite has not landed; closed windows stay."""
+    """Merged work whose promised follow-up or prerequisite has not landed (kind `followup`, opened by a
+    pull request), or a CI suite the default branch itself rejects (kind `dead_suite`, opened by a main
+    health check, no pull request); closed windows stay."""
 
     __tablename__ = "risk_windows"
     __table_args__ = (
@@ -279,7 +283,9 @@ class RiskWindow(Base):
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     repository_id: Mapped[int] = mapped_column(ForeignKey("repositories.id"))
-    pull_request_id: Mapped[int] = mapped_column(ForeignKey("pull_requests.id"))
+    pull_request_id: Mapped[int | None] = mapped_column(ForeignKey("pull_requests.id"))  # None: dead suite
+    kind: Mapped[WindowKind] = mapped_column(choice("window_kind", literal_values(WindowKind)),
+                                             default="followup", server_default="followup")
     state: Mapped[WindowState] = mapped_column(choice("window_state", literal_values(WindowState)),
                                                default="open")
     risk: Mapped[str] = mapped_column(Text)  # the sentence of the PR that states the risk
@@ -288,7 +294,7 @@ class RiskWindow(Base):
     close_reason: Mapped[str | None] = mapped_column(Text)
 
     repository: Mapped[Repository] = relationship()
-    pull_request: Mapped[PullRequest] = relationship()
+    pull_request: Mapped[PullRequest | None] = relationship()
     awaiting: Mapped[list[Reference]] = relationship(secondary=window_awaits, order_by="Reference.id")
     events: Mapped[list[WindowEvent]] = relationship(back_populates="window",
                                                      order_by="(WindowEvent.at, WindowEvent.id)")
@@ -307,6 +313,56 @@ class WindowEvent(Base):
     what: Mapped[str] = mapped_column(Text)
 
     window: Mapped[RiskWindow] = relationship(back_populates="events")
+
+
+class MainHealth(Base):
+    """One `doctor` of a repository's default branch at one commit: how many captured CI suites it accepts,
+    and how each suite ended (`outcomes`: suite id -> {script, outcome, exception, message, path, line}).
+    `probe` rows are commits looked at only to find which one broke a suite (bisection): they are the
+    cache of that search, not the branch's health over time."""
+
+    __tablename__ = "main_health"
+    __table_args__ = (Index("ix_main_health_repository_id_probe_at", "repository_id", "probe", "at", "id"),
+                      Index("ix_main_health_repository_id_sha", "repository_id", "sha"))
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    repository_id: Mapped[int] = mapped_column(ForeignKey("repositories.id"))
+    branch: Mapped[str] = mapped_column(String(255))
+    sha: Mapped[str] = mapped_column(SHA)
+    at: Mapped[datetime] = mapped_column(default=utcnow)
+    probe: Mapped[bool] = mapped_column(default=False)
+    suites: Mapped[int]
+    accepted: Mapped[int]
+    could_analyse: Mapped[bool]
+    reason: Mapped[str] = mapped_column(Text)  # the health's sentence: what it saw, or why it is blind
+    policy: Mapped[dict[str, Any]]  # {"source", "path", "repository"}
+    scripts: Mapped[dict[str, Any]]  # the capture: scripts considered, captured, failed, partial, disabled
+    outcomes: Mapped[dict[str, Any]]
+
+
+class DeadSuite(Base):
+    """A CI suite the default branch rejects or errors on, with its risk window: the error and its line as
+    first seen, the commit that broke it (None when no accepting commit is known) and the one that healed
+    it."""
+
+    __tablename__ = "dead_suites"
+    __table_args__ = (Index("ix_dead_suites_repository_id_healed_sha", "repository_id", "healed_sha"),
+                      Index("ix_dead_suites_window_id", "window_id"))
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    repository_id: Mapped[int] = mapped_column(ForeignKey("repositories.id"))
+    window_id: Mapped[int] = mapped_column(ForeignKey("risk_windows.id"))
+    suite: Mapped[str] = mapped_column(String(255))
+    script: Mapped[str] = mapped_column(String(1024))
+    outcome: Mapped[str] = mapped_column(String(32))  # rejected | error
+    error: Mapped[str] = mapped_column(Text)
+    path: Mapped[str | None] = mapped_column(String(1024))
+    line: Mapped[int | None]
+    since_sha: Mapped[str | None] = mapped_column(SHA)  # the breaking commit
+    found_sha: Mapped[str] = mapped_column(SHA)  # the health that found it
+    healed_sha: Mapped[str | None] = mapped_column(SHA)
+    opened_at: Mapped[datetime] = mapped_column(default=utcnow)
+    healed_at: Mapped[datetime | None]
 
 
 class DashboardSession(Base):

@@ -24,6 +24,7 @@ from app.store.repos import (
     upsert_pull_request,
     upsert_repository,
 )
+from app.store.repository_views import list_repositories, repository_page, repository_view
 from app.store.run_views import list_runs, run_with_suites
 from app.store.runs import (
     StartedRun,
@@ -73,6 +74,7 @@ __all__ = [
     "is_current",
     "last_validation_imports",
     "latest_run",
+    "list_repositories",
     "list_runs",
     "list_windows",
     "mark_delivery",
@@ -87,6 +89,8 @@ __all__ = [
     "pull_request_of_run",
     "record_delivery",
     "record_new_deliveries",
+    "repository_page",
+    "repository_view",
     "resolve_reference",
     "run_for_check_run",
     "run_with_suites",

@@ -40,7 +40,10 @@ class AwaitedOut(TypedDict):
 class RiskWindowOut(TypedDict):
     id: int
     repo: Annotated[str, Field(description="owner/name")]
-    pr: PullRequestOut
+    kind: Annotated[Literal["followup", "dead_suite"], Field(
+        description="`followup`: a merged PR awaits a follow-up or prerequisite (or merged a blocking "
+                    "finding); `dead_suite`: the default branch rejects a CI suite (no pull request).")]
+    pr: Annotated[PullRequestOut | None, Field(description="null for a dead suite")]
     awaiting: list[AwaitedOut]
     state: Literal["open", "closed"]
     opened_at: datetime
@@ -144,3 +147,41 @@ def outcome_out(stored: dict[str, Any] | None) -> OutcomeOut | None:
         return None
     return {"outcome": str(stored["outcome"]), "exception": stored.get("exception"),
             "message": stored.get("message"), "path": stored.get("path"), "line": stored.get("line")}
+
+
+@with_config(CLOSED)
+class PolicyOut(TypedDict):
+    source: Annotated[str, Field(description="base (the repository's own .github/pr-triage.yml), builtin or "
+                                             "default")]
+    path: str | None
+    repository: str
+
+
+@with_config(CLOSED)
+class HealthOut(TypedDict):
+    sha: str
+    at: datetime
+    suites: Annotated[int, Field(description="CI suites captured on the default branch")]
+    accepted: Annotated[int, Field(description="how many of them the default branch accepts")]
+    could_analyse: Annotated[bool, Field(description="false: the harness is blind here (no dead suite is "
+                                                     "judged from such a health)")]
+
+
+@with_config(CLOSED)
+class DeadSuiteOut(TypedDict):
+    suite: str
+    script: str
+    error: str
+    path: str | None
+    line: int | None
+    since_sha: Annotated[str | None, Field(description="the commit that broke it; null when not known")]
+    window_id: int
+
+
+@with_config(CLOSED)
+class RepositoryOut(TypedDict):
+    repo: Annotated[str, Field(description="owner/name")]
+    default_branch: str | None
+    policy: Annotated[PolicyOut | None, Field(description="the policy of the last health; null before one")]
+    last_health: HealthOut | None
+    dead_suites: Annotated[list[DeadSuiteOut], Field(description="CI suites the default branch rejects now")]

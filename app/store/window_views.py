@@ -106,14 +106,17 @@ def pull_request_view(pr: PullRequest) -> PullRequestOut:
             "merged_at": pr.merged_at}
 
 
-def _windows_query() -> Select[RiskWindow, PullRequest, str]:
+def _windows_query() -> Select[RiskWindow, PullRequest | None, str]:
+    # outer: a dead-suite window has no pull request
     return (select(RiskWindow, PullRequest, Repository.full_name)
-            .join(PullRequest, PullRequest.id == RiskWindow.pull_request_id)
+            .outerjoin(PullRequest, PullRequest.id == RiskWindow.pull_request_id)
             .join(Repository, Repository.id == RiskWindow.repository_id))
 
 
-def _window_view(window: RiskWindow, pr: PullRequest, repo: str, awaiting: list[AwaitedOut]) -> RiskWindowOut:
-    return {"id": window.id, "repo": repo, "pr": pull_request_view(pr), "awaiting": awaiting,
+def _window_view(window: RiskWindow, pr: PullRequest | None, repo: str,
+                 awaiting: list[AwaitedOut]) -> RiskWindowOut:
+    return {"id": window.id, "repo": repo, "kind": window.kind,
+            "pr": pull_request_view(pr) if pr is not None else None, "awaiting": awaiting,
             "state": window.state, "opened_at": window.opened_at, "closed_at": window.closed_at,
             "close_reason": window.close_reason, "risk": window.risk}
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, get_args
 
-JobKind = Literal["triage", "pull_request_closed", "installation", "command"]
+JobKind = Literal["triage", "pull_request_closed", "installation", "command", "main_health"]
 InstallationState = Literal["active", "suspended", "deleted"]  # as the store keeps it
 
 
@@ -135,9 +135,33 @@ class InstallationJob:
                    _repositories(data["added"]), _repositories(data["removed"]))
 
 
-JobPayload = TriageJob | ClosedJob | CommandJob | InstallationJob
+@dataclass(frozen=True)
+class MainHealthJob:
+    """Check the default branch after a push to it: HEAD_SHA, reached from BEFORE_SHA by COMMITS (oldest
+    first, as the push lists them), where a suite it newly rejects is searched for its breaking commit."""
+
+    KIND: ClassVar[JobKind] = "main_health"
+    installation_id: int | None
+    repository: RepositoryRef
+    branch: str
+    head_sha: str
+    before_sha: str | None  # None for the branch's first push
+    commits: tuple[str, ...]
+
+    def data(self) -> dict[str, Any]:
+        return {"repository": self.repository.to_json(), "branch": self.branch, "head_sha": self.head_sha,
+                "before_sha": self.before_sha, "commits": list(self.commits)}
+
+    @classmethod
+    def from_data(cls, installation_id: int | None, data: Mapping[str, Any]) -> MainHealthJob:
+        return cls(installation_id, RepositoryRef.from_json(data["repository"]), str(data["branch"]),
+                   str(data["head_sha"]), _optional_str(data.get("before_sha")),
+                   tuple(str(sha) for sha in data.get("commits", [])))
+
+
+JobPayload = TriageJob | ClosedJob | CommandJob | InstallationJob | MainHealthJob
 KINDS: dict[str, type[JobPayload]] = {kind.KIND: kind for kind in (TriageJob, ClosedJob, CommandJob,
-                                                                    InstallationJob)}
+                                                                    InstallationJob, MainHealthJob)}
 
 
 def summary(job: JobPayload) -> dict[str, Any]:

@@ -11,7 +11,6 @@ report. Two queue jobs make it:
 
 from __future__ import annotations
 
-import functools
 import logging
 import time
 from dataclasses import dataclass, replace
@@ -20,8 +19,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from app.analysis.core.model import MAX_LEARNED, Finding, checked_imports
-from app.analysis.core.policy import Policy, PolicyError, load_policy, parse_policy
-from app.analysis.core.policy_origin import PolicyOrigin, base_origin, builtin_for
+from app.analysis.core.policy import Policy, PolicyError
 from app.analysis.verdict.render import report_json
 from app.analysis.verdict.report import CheckReport
 from app.engine.check_steps import AnalysisError, Progress, analysed_because, run_check
@@ -64,7 +62,9 @@ from app.store.queries import (
 )
 from app.store.session import session_scope
 from app.store.windows import SYSTEM_ACTOR
-from app.triage import risk_windows
+from app.triage import main_health, risk_windows
+from app.triage.base_policy import REPO_POLICY as REPO_POLICY  # where tests and tools look for it
+from app.triage.base_policy import policy_at_base
 from app.triage.command_runner import PullComment, run_comment
 from app.triage.identity import IdentityRefused, check_identity, check_installation
 from app.triage.job_payloads import (
@@ -72,6 +72,7 @@ from app.triage.job_payloads import (
     CommandJob,
     InstallationJob,
     JobPayload,
+    MainHealthJob,
     RepositoryRef,
     TriageJob,
     from_summary,
@@ -88,8 +89,6 @@ from app.triage.pr_report import (
 from app.triage.pr_text_findings import pull_followups, revert_findings, with_findings
 
 log = logging.getLogger(__name__)
-
-REPO_POLICY = ".github/pr-triage.yml"  # read at the base sha only: a PR cannot change its own verdict
 
 
 class DeliveryNotVisible(Exception):
@@ -171,6 +170,8 @@ def _dispatch(services: Services, guid: str, job: JobPayload) -> list[int]:
             return _command_job(services, guid, job)
         case InstallationJob():
             return _installation_job(services, guid, job)
+        case MainHealthJob():
+            return _main_health_job(services, guid, job)
 
 
 def _record_repository(session: Session, repository: RepositoryRef, installation_id: int) -> None:
@@ -188,7 +189,7 @@ def _record_pull(session: Session, repository_id: int, pull: PullInfo) -> PullRe
         body=pull.body, github_id=pull.github_id)
 
 
-def _installation_of(services: Services, job: TriageJob | ClosedJob | CommandJob) -> int:
+def _installation_of(services: Services, job: TriageJob | ClosedJob | CommandJob | MainHealthJob) -> int:
     """The installation of a delivery; a repository webhook's has none, so ask GitHub."""
     if job.installation_id is not None:
         return job.installation_id
@@ -282,6 +283,18 @@ def _command_job(services: Services, guid: str, job: CommandJob) -> list[int]:
     with services.writing() as session:
         mark_delivery(session, guid=guid, status="processed")
     return runs
+
+
+def _main_health_job(services: Services, guid: str, job: MainHealthJob) -> list[int]:
+    """A push to the default branch: its health, done in the delivery's job (a failure retries it)."""
+    installation_id = _installation_of(services, job)
+    with services.writing() as session:
+        _record_repository(session, job.repository, installation_id)
+    main_health.check_push(services, repository_id=job.repository.id, branch=job.branch,
+                           head_sha=job.head_sha, before_sha=job.before_sha, commits=job.commits)
+    with services.writing() as session:
+        mark_delivery(session, guid=guid, status="processed")
+    return []
 
 
 def _installation_job(services: Services, guid: str, job: InstallationJob) -> list[int]:
@@ -490,28 +503,6 @@ def compared_base(client: GitHubClient, target: RunTarget) -> str:
                     target.run_id, target.owner, target.repo, target.number, target.base_sha[:12],
                     target.head_sha[:12], exc)
         return target.base_sha
-
-
-def policy_at_base(client: GitHubClient, owner: str, repo: str,
-                   base_sha: str) -> tuple[Policy, PolicyOrigin]:
-    """The repository's own policy at the BASE sha, else the built-in one for it, else the default; with
-    where it came from (the report says it)."""
-    data = client.get_file(owner, repo, REPO_POLICY, base_sha)
-    if data is None:
-        return _builtin(owner, repo)
-    source = f"{owner}/{repo}@{base_sha[:12]}:{REPO_POLICY}"
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise PolicyError(f"{source}: not UTF-8 text") from None
-    return parse_policy(text, source), base_origin(f"{owner}/{repo}")
-
-
-@functools.lru_cache(maxsize=256)
-def _builtin(owner: str, repo: str) -> tuple[Policy, PolicyOrigin]:
-    """The built-in policy for OWNER/REPO (parsed once: policies/ is part of the installed code)."""
-    path, origin = builtin_for(f"{owner}/{repo}", "the pull request")
-    return load_policy(path), origin
 
 
 def _publish(services: Services, client: GitHubClient, target: RunTarget, check_run_id: int,

@@ -9,12 +9,13 @@ characters, the check run's summary and text under 65,535.
 from __future__ import annotations
 
 import html
+import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from app.analysis.core.model import Finding
-from app.analysis.verdict.render import health_line, health_markdown
+from app.analysis.verdict.render import because, health_line, health_markdown
 from app.analysis.verdict.report import CheckReport, Revision
 
 COMMENT_MARKER = "<!-- prtriage:sticky -->"
@@ -167,9 +168,25 @@ def _blocking_block(finding: Finding) -> str:
     where = _where(finding) or ("(no line: the suites' own command lines)" if finding.suites else "")
     heading = f"{finding.kind.replace('_', ' ')} at {where}" if where else finding.kind.replace("_", " ")
     lines = [f"#### {heading}", "", f"> {inert(finding.message)}", ""]
+    if (cause := _because(finding)) is not None:
+        lines += [cause, ""]
     if finding.suites:
         lines += [f"Breaks {_plural(len(finding.suites), 'suite')}:", "", _suite_list(finding.suites)]
     return "\n".join(lines)
+
+
+def _because(finding: Finding) -> str | None:
+    """The arguments the rejection needs, as code: what a maintainer would otherwise dig out of 80-flag
+    command lines."""
+    minimal = finding.minimal_args
+    if minimal is None:
+        return None
+    words = code(shlex.join(minimal.args)) if minimal.args else "no argument at all"
+    shared = ("every listed suite passes these" if minimal.every_suite_passes
+              else f"found on {code(minimal.suite)}; not every listed suite passes all of these")
+    cut = "" if minimal.complete else " (the search was cut short: the smallest set it saw rejected)"
+    return (f"Rejected because of {words}, {minimal.count} of {_plural(minimal.of, 'argument')}; "
+            f"{shared}{cut}.")
 
 
 def _other_line(finding: Finding) -> str:
@@ -275,12 +292,13 @@ def annotations_of(findings: Iterable[Finding]) -> tuple[AnnotationSpec, ...]:
             continue
         suites = f"\n\nBreaks {_plural(len(finding.suites), 'suite')}: " + ", ".join(finding.suites[:20]) \
             if finding.suites else ""
+        cause = f"\n\n{because(finding)}" if finding.minimal_args is not None else ""
         more = f" and {len(finding.suites) - 20} more" if len(finding.suites) > 20 else ""
         title = f"Breaks {_plural(len(finding.suites), 'existing CI suite')}" \
             if finding.severity == "blocking" and finding.suites else finding.kind.replace("_", " ")
         specs.append(AnnotationSpec(
             path=finding.path, line=finding.line, level=LEVELS[finding.severity], title=title,
-            message=(finding.message + suites + more)[:ANNOTATION_CHARS],
+            message=(finding.message + cause + suites + more)[:ANNOTATION_CHARS],
             raw_details="\n".join(finding.suites)[:ANNOTATION_CHARS] or None))
     return tuple(specs)
 

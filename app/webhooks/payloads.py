@@ -213,3 +213,22 @@ def describe(error: ValidationError) -> str:
     if first["type"] == "missing":
         return f"payload lacks {where}"
     return f"payload has a malformed {where}: {first['msg']}"
+
+
+class PushedRepository(Repository):
+    default_branch: Name
+
+
+class PushedCommit(Model):
+    id: Sha
+
+
+class PushEvent(Envelope):
+    """A push: `ref` names the branch; `after` is all zeros when the branch was deleted."""
+
+    ref: Annotated[str, Field(max_length=1024, pattern=r"^[^\x00]*$")]
+    before: Sha | None = None
+    after: Sha
+    deleted: bool = False
+    repository: PushedRepository
+    commits: list[PushedCommit] | None = None

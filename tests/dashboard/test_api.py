@@ -12,7 +12,8 @@ import pytest
 from .conftest import Client
 from .seed import FAIL_FAST_RISK, LORA_ARGV, PRIVATE, PUBLIC, Seed
 
-WINDOW_KEYS = {"id", "repo", "pr", "awaiting", "state", "opened_at", "closed_at", "close_reason", "risk"}
+WINDOW_KEYS = {"id", "repo", "kind", "pr", "awaiting", "state", "opened_at", "closed_at", "close_reason",
+               "risk"}
 PR_KEYS = {"number", "title", "url", "author", "merged_at"}
 AWAITED_KEYS = {"ref", "kind", "state", "url"}
 EVENT_KEYS = {"at", "actor", "what"}
@@ -36,6 +37,7 @@ def utc(text: str) -> datetime:
 
 def check_window(item: dict[str, Any]) -> None:
     assert set(item) == WINDOW_KEYS
+    assert item["kind"] == "followup"  # the seed has no dead suite (tests/dashboard/test_repositories.py)
     assert set(item["pr"]) == PR_KEYS
     assert item["state"] in ("open", "closed")
     utc(item["opened_at"])
@@ -165,7 +167,15 @@ def test_openapi_documents_the_api_and_hides_the_pages(api: tuple[Client, Seed])
     schema = client.get("/openapi.json").json()
     paths = schema["paths"]
     assert set(paths) == {"/api/risk-windows", "/api/risk-windows/{window_id}",
-                          "/api/risk-windows/{window_id}/close", "/api/runs", "/api/runs/{run_id}"}
+                          "/api/risk-windows/{window_id}/close", "/api/runs", "/api/runs/{run_id}",
+                          "/api/repositories", "/api/repositories/{owner}/{name}"}
+    assert paths["/api/repositories/{owner}/{name}"]["get"]["tags"] == ["repositories"]
+    repository = schema["components"]["schemas"]["RepositoryOut"]
+    assert set(repository["properties"]) == {"repo", "default_branch", "policy", "last_health", "dead_suites"}
+    assert set(schema["components"]["schemas"]["HealthOut"]["properties"]) == {
+        "sha", "at", "suites", "accepted", "could_analyse"}
+    assert set(schema["components"]["schemas"]["DeadSuiteOut"]["properties"]) == {
+        "suite", "script", "error", "path", "line", "since_sha", "window_id"}
     listing = paths["/api/risk-windows"]["get"]
     assert listing["tags"] == ["risk windows"] and listing["description"]
     assert {p["name"] for p in listing["parameters"]} >= {"state", "repo", "cursor"}

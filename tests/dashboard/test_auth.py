@@ -24,7 +24,8 @@ MakeClient = Callable[..., Client]
 
 def data_routes(seeded: Seed) -> list[tuple[str, str]]:
     """(method, path) of every dashboard route that shows or changes data, with real ids filled in."""
-    ids = {"{window_id}": str(seeded.windows["private"]), "{run_id}": str(seeded.runs["clean"])}
+    ids = {"{window_id}": str(seeded.windows["private"]), "{run_id}": str(seeded.runs["clean"]),
+           "{owner}": "acme", "{name}": "vault"}
     found = []
     for route in [*routes.router.routes, *api.router.routes]:
         assert isinstance(route, APIRoute)
@@ -40,8 +41,8 @@ def test_the_matrix_covers_every_page_and_api_route(seeded: Seed) -> None:
     assert [r.path for r in login.router.routes if isinstance(r, APIRoute)] == \
         ["/login", "/login", "/logout", "/static/{name}"]
     paths = {path for _, path in data_routes(seeded)}
-    assert {"/", "/runs", "/api/risk-windows", "/api/runs"} <= paths
-    assert len(paths) == 10  # five pages (one a POST) and five API paths (one a POST)
+    assert {"/", "/runs", "/repositories", "/api/risk-windows", "/api/runs", "/api/repositories"} <= paths
+    assert len(paths) == 14  # seven pages (one a POST) and seven API paths (one a POST)
 
 
 @pytest.fixture

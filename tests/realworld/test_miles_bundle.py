@@ -72,6 +72,31 @@ def test_2077_blocks_exactly_the_five_lora_scripts_at_the_new_assert(
     assert set(finding["suites"]) == newly
 
 
+def test_2077_says_which_arguments_the_new_assert_rejects(incident: tuple[int, dict[str, Any]]) -> None:
+    """Not 80-flag command lines: the few arguments the head still rejects at the assert, searched in the
+    sandbox; every one of the 13 suites passes those options."""
+    [finding] = [f for f in incident[1]["findings"] if f["severity"] == "blocking"]
+    minimal = finding["minimal_args"]
+    assert minimal["complete"] is True and minimal["every_suite_passes"] is True, minimal
+    options = {arg for arg in minimal["args"] if arg.startswith("--")}
+    assert {"--colocate", "--disable-weights-backuper", "--lora-rank"} <= options, minimal
+    assert minimal["count"] <= 6 and minimal["of"] >= 70, minimal
+    assert minimal["suite"] in finding["suites"]
+
+
+def test_a_clone_whose_origin_names_no_github_repository_picks_the_builtin_policy_by_name(
+        real_miles: Path, real_cache: Path) -> None:
+    """The clone's origin is the bundle, a path: `--repository` names the built-in policy, no --policy."""
+    run = prtriage("check", "--repo", str(real_miles), "--base", "base-2077", "--head", "pr-2077",
+                   "--repository", "radixark/miles", "--format", "json", cache_dir=real_cache)
+    assert run.returncode == 1, run.describe()
+    report = run.json()
+    assert report["policy"] == {"source": "builtin", "path": "policies/radixark/miles.yml",
+                                "repository": "radixark/miles"}
+    [finding] = [f for f in report["findings"] if f["severity"] == "blocking"]
+    assert finding["scripts"] == INCIDENT_SCRIPTS
+
+
 def test_2077_base_is_healthy(incident: tuple[int, dict[str, Any]]) -> None:
     health = incident[1]["health"]
     assert_healthy(health)

@@ -12,9 +12,10 @@ import pytest
 from app.demo.localgithub import FakeGitHub
 from app.github.reference_states import ResolutionCache
 from app.service.services import Services
-from app.store.models import PullRequest, RiskWindow
+from app.store.models import PullRequest, Reference, RiskWindow
 from app.store.queries import (
     acknowledge_findings,
+    close_window,
     finish_run,
     start_run,
     upsert_installation,
@@ -228,3 +229,153 @@ def test_the_resync_records_changes_and_closes_windows_whose_merge_webhook_was_l
     later = resync.resync(services)
     assert (later.checked, later.closed, later.failed) == (1, [], 0)
     assert timeline(services, second)["events"][-1]["what"] == f"{REPO}#2205 is now closed_unmerged"
+
+
+# --- issue 27: each way a merge opens, adds to or closes a window, and what the timeline says -----------
+
+def merged_in(services: Services, fake: FakeGitHub, full_name: str, number: int) -> windows.MergeOutcome:
+    """PR FULL_NAME#NUMBER (already merged on the fake) stored and its merge handled, as its job does."""
+    repo = fake.repo(full_name)
+    assert repo is not None
+    owner, name = full_name.split("/")
+    client = services.client(1)
+    pull = client.get_pull(owner, name, number)
+    pr_id = store_pull(services, {"id": repo.id, "full_name": full_name}, pull)
+    return windows.handle_merge(services, client, pr_id=pr_id, owner=owner, repo=name, pull=pull,
+                                cache=ResolutionCache())
+
+
+def test_a_prerequisites_merge_closes_the_window_naming_its_role(services: Services,
+                                                                  fake: FakeGitHub) -> None:
+    fake.add_pull(REPO, 812, head_sha=sha("prerequisite"), base_sha=BASE)
+    merge(fake, 2170, body="Depends on #812.")
+    opened = merged_delivery(services, fake, 2170).opened
+    assert opened is not None
+    merge(fake, 812)
+    assert merged_delivery(services, fake, 812) == windows.MergeOutcome(closed=[opened])
+    detail = timeline(services, opened)
+    assert (detail["state"], detail["close_reason"]) == ("closed", "prerequisite #812 merged")
+    assert [a["state"] for a in detail["awaiting"]] == ["merged"]
+
+
+def test_a_follow_up_in_another_repository_is_named_in_full_when_it_merges(services: Services,
+                                                                           fake: FakeGitHub) -> None:
+    other = "acme/base-lib"
+    fake.add_repo(other, installation_id=1)
+    fake.add_pull(other, 9, head_sha=sha("b"), base_sha=BASE)
+    merge(fake, 2170, body=f"Follow-up {other}#9 will add the fail-fast.")
+    opened = merged_delivery(services, fake, 2170).opened
+    assert opened is not None
+    fake.add_pull(other, 9, head_sha=sha("b"), base_sha=BASE, state="closed", merged=True,
+                  merged_at=MERGED_AT)
+    assert merged_in(services, fake, other, 9).closed == [opened]
+    assert timeline(services, opened)["close_reason"] == f"follow-up {other}#9 merged"
+
+
+def test_a_revert_from_another_repository_is_named_in_full(services: Services, fake: FakeGitHub) -> None:
+    fake.add_pull(REPO, 2204, head_sha=sha("followup"), base_sha=BASE)
+    merge(fake, 2170, body=INCIDENT_BODY)
+    opened = merged_delivery(services, fake, 2170).opened
+    assert opened is not None
+    fork = "acme/widgets-release"
+    fake.add_repo(fork, installation_id=1)
+    fake.add_pull(fork, 5, head_sha=sha("revert"), base_sha=BASE, state="closed", merged=True,
+                  merged_at=MERGED_AT, body=f"Reverts {REPO}#2170")
+    assert merged_in(services, fake, fork, 5).closed == [opened]
+    assert all_windows(services) == [(opened, "closed", f"reverted by {fork}#5")]
+
+
+def test_a_revert_leaves_closed_windows_and_unknown_prs_alone(services: Services, fake: FakeGitHub) -> None:
+    fake.add_pull(REPO, 2204, head_sha=sha("followup"), base_sha=BASE)
+    merge(fake, 2170, body=INCIDENT_BODY)
+    opened = merged_delivery(services, fake, 2170).opened
+    assert opened is not None
+    with services.writing() as session:
+        close_window(session, window_id=opened, actor="maintainer", reason="not a risk after all")
+    merge(fake, 2180, body=f"Reverts {REPO}#2170. Also reverts {REPO}#1999, never seen here.")
+    assert merged_delivery(services, fake, 2180) == windows.MergeOutcome()
+    assert all_windows(services) == [(opened, "closed", "not a risk after all")]
+
+
+def test_a_redelivered_merge_does_not_reopen_a_window_a_maintainer_closed(services: Services,
+                                                                         fake: FakeGitHub) -> None:
+    fake.add_pull(REPO, 2204, head_sha=sha("followup"), base_sha=BASE)
+    merge(fake, 2170, body=INCIDENT_BODY)
+    opened = merged_delivery(services, fake, 2170).opened
+    assert opened is not None
+    with services.writing() as session:
+        close_window(session, window_id=opened, actor="maintainer", reason="tracked elsewhere")
+    assert merged_delivery(services, fake, 2170) == windows.MergeOutcome()
+    assert all_windows(services) == [(opened, "closed", "tracked elsewhere")]
+    assert [e["what"] for e in timeline(services, opened)["events"]][-1] == "closed: tracked elsewhere"
+
+
+def finish_with(services: Services, fake: FakeGitHub, number: int,
+                findings: list[tuple[str, str]]) -> None:
+    """PR NUMBER stored with a finished triage holding FINDINGS ((severity, message) each)."""
+    pull = services.client(1).get_pull("acme", "widgets", number)
+    repo = fake.repo(REPO)
+    assert repo is not None
+    pr_id = store_pull(services, {"id": repo.id, "full_name": REPO}, pull)
+    rows = [{"kind": "suite_rejected", "severity": severity, "message": message, "suites": [], "scripts": []}
+            for severity, message in findings]
+    with services.writing() as session:
+        run = start_run(session, pr=pr_id, head_sha=pull.head_sha, base_sha=BASE).run
+        finish_run(session, run_id=run.id, conclusion="failure", summary={}, suites=[], findings=rows)
+
+
+def test_merging_with_two_blocking_findings_unacknowledged(services: Services, fake: FakeGitHub) -> None:
+    merge(fake, 2170)
+    long_message = "x" * 201  # one past what a risk holds
+    finish_with(services, fake, 2170, [("warning", "a warning first"), ("blocking", long_message),
+                                       ("blocking", "a second one")])
+    outcome = merged_delivery(services, fake, 2170)
+    assert outcome.opened is not None
+    detail = timeline(services, outcome.opened)
+    assert detail["risk"] == "x" * 199 + "…"
+    assert [e["what"] for e in detail["events"]] == [
+        "opened", "merged while its check reported 2 blocking findings"]
+
+
+def test_merging_with_only_warnings_opens_no_window(services: Services, fake: FakeGitHub) -> None:
+    merge(fake, 2170)
+    finish_with(services, fake, 2170, [("warning", "a warning")])
+    assert merged_delivery(services, fake, 2170) == windows.MergeOutcome()
+    assert all_windows(services) == []
+
+
+def test_a_follow_up_promised_in_the_diff_opens_a_window(services: Services, fake: FakeGitHub) -> None:
+    fake.add_pull(REPO, 2204, head_sha=sha("followup"), base_sha=BASE)
+    patch = "@@ -1,1 +1,2 @@\n x = 1\n+# TODO(#2204): fail fast here once the follow-up lands\n"
+    merge(fake, 2170, files=[{"filename": "train.py", "status": "modified", "patch": patch},
+                             {"filename": "weights.bin", "status": "modified"}])
+    outcome = merged_delivery(services, fake, 2170)
+    assert outcome.opened is not None
+    assert [a["ref"] for a in timeline(services, outcome.opened)["awaiting"]] == [f"{REPO}#2204"]
+
+
+def test_the_references_a_merge_stores(services: Services, fake: FakeGitHub) -> None:
+    fake.add_pull(REPO, 2204, head_sha=sha("followup"), base_sha=BASE)
+    fake.add_issue(REPO, 55)
+    merge(fake, 2170, body="Closes #55. Follow-up #2204 will add the fail-fast. See #300.")
+    merged_delivery(services, fake, 2170)
+    with session_scope(services.sessions, read_only=True) as session:
+        rows = session.query(Reference).order_by(Reference.target_number).all()
+        stored = [(r.target_number, r.kind, r.state) for r in rows]
+    assert stored == [(55, "closes", None), (2204, "followup", "open")]
+
+
+def test_a_window_closes_when_its_last_pr_merges_after_its_issue_was_completed(services: Services,
+                                                                              fake: FakeGitHub) -> None:
+    fake.add_pull(REPO, 2204, head_sha=sha("a"), base_sha=BASE)
+    fake.add_issue(REPO, 55)
+    merge(fake, 2170, body="Follow-up #2204 will add the fail-fast. Depends on #55.")
+    opened = merged_delivery(services, fake, 2170).opened
+    assert opened is not None
+    assert sorted(a["ref"] for a in timeline(services, opened)["awaiting"]) == [f"{REPO}#2204", f"{REPO}#55"]
+    fake.add_issue(REPO, 55, state="closed", state_reason="completed")
+    resync.resync(services)  # records the issue as completed; the window still awaits #2204
+    assert timeline(services, opened)["state"] == "open"
+    merge(fake, 2204)
+    assert merged_delivery(services, fake, 2204).closed == [opened]
+    assert timeline(services, opened)["close_reason"] == "follow-up #2204 merged"

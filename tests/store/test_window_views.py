@@ -30,7 +30,7 @@ def test_items_have_the_dashboard_api_shape(session: Session, make: Factory) -> 
     [item], next_page = list_windows(session)
     assert next_page is None
     assert item == {
-        "id": window.id, "repo": "acme/widgets",
+        "id": window.id, "repo": "acme/widgets", "kind": "followup",
         "pr": {"number": 2170, "title": "Change 2170", "url": "https://github.com/acme/widgets/pull/2170",
                "author": "octocat", "merged_at": T0},
         "awaiting": [{"ref": "acme/widgets#2204", "kind": "followup", "state": None,

@@ -117,6 +117,7 @@ class LearnedAttribute:
     name: str
     path: str | None
     line: int | None
+    upstream: bool = False  # a stubbed or replaced upstream parser ran: it may define the attribute
 
 
 @dataclass(frozen=True)
@@ -131,12 +132,13 @@ class SuiteResult:
     learned: tuple[LearnedAttribute, ...] = ()
     lines_hit: dict[str, tuple[int, ...]] = field(default_factory=dict)  # traced changed lines that ran
     imported: tuple[str, ...] = ()  # repository modules the validation imported (repo-relative, sorted)
+    drift: tuple[str, ...] = ()  # replacement targets this revision lacks, skipped ("target: why")
 
     def to_json(self) -> dict[str, Any]:
         return {"suite_id": self.suite_id, "outcome": self.outcome.to_json(),
                 "events": [e.to_json() for e in self.events], "known_flags": list(self.known_flags),
                 "tolerated_flags": list(self.tolerated_flags), "learned": [asdict(a) for a in self.learned],
-                "lines_hit": {p: list(ls) for p, ls in self.lines_hit.items()},
+                "lines_hit": {p: list(ls) for p, ls in self.lines_hit.items()}, "drift": list(self.drift),
                 "imported": list(self.imported)}
 
     @classmethod
@@ -147,6 +149,7 @@ class SuiteResult:
                    tolerated_flags=tuple(raw.get("tolerated_flags", ())),
                    learned=tuple(LearnedAttribute(**a) for a in raw.get("learned", ())),
                    lines_hit={p: tuple(ls) for p, ls in raw.get("lines_hit", {}).items()},
+                   drift=tuple(str(d) for d in raw.get("drift", ())),
                    imported=checked_imports(raw.get("imported", ())))
 
 
@@ -172,6 +175,28 @@ FindingKind = Literal["new_rejection", "removed_flag", "newly_tolerated_flag", "
 
 
 @dataclass(frozen=True)
+class MinimalArgs:
+    """The smallest set of one suite's arguments the head still rejects at a finding's line (the base
+    accepts the whole suite): why the suites break (app/analysis/verdict/minimal.py)."""
+
+    args: tuple[str, ...]  # the arguments' words, in the suite's order
+    count: int  # how many arguments (an option with its values is one) the set has
+    of: int  # ... of how many the suite passes
+    suite: str  # the suite it was searched on
+    complete: bool  # False: the search was cut short, ARGS is the smallest set seen rejected
+    every_suite_passes: bool  # every suite of the finding passes all of ARGS
+
+    def to_json(self) -> dict[str, Any]:
+        return {"args": list(self.args), "count": self.count, "of": self.of, "suite": self.suite,
+                "complete": self.complete, "every_suite_passes": self.every_suite_passes}
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> MinimalArgs:
+        return cls(args=tuple(raw["args"]), count=int(raw["count"]), of=int(raw["of"]), suite=raw["suite"],
+                   complete=bool(raw["complete"]), every_suite_passes=bool(raw["every_suite_passes"]))
+
+
+@dataclass(frozen=True)
 class Finding:
     kind: FindingKind
     severity: Severity
@@ -181,14 +206,18 @@ class Finding:
     path: str | None = None
     line: int | None = None
     in_diff: bool = False
+    minimal_args: MinimalArgs | None = None  # a new rejection's cause among the suites' arguments
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "severity": self.severity, "scripts": list(self.scripts),
                 "suites": list(self.suites), "path": self.path, "line": self.line, "in_diff": self.in_diff,
-                "message": self.message}
+                "message": self.message,
+                "minimal_args": self.minimal_args.to_json() if self.minimal_args is not None else None}
 
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> Finding:
+        minimal = raw.get("minimal_args")
         return cls(kind=raw["kind"], severity=raw["severity"], message=raw["message"],
                    scripts=tuple(raw.get("scripts", ())), suites=tuple(raw.get("suites", ())),
-                   path=raw.get("path"), line=raw.get("line"), in_diff=bool(raw.get("in_diff")))
+                   path=raw.get("path"), line=raw.get("line"), in_diff=bool(raw.get("in_diff")),
+                   minimal_args=MinimalArgs.from_json(minimal) if minimal else None)

@@ -69,6 +69,9 @@ class Replacement(_Strict):
     value: Any = Field(None, description="return_value: the JSON value returned.")
     only_if_missing: bool = Field(True, description="Replace only when the target's top-level module is "
                                                     "absent and stubbed (the usual case for upstream code).")
+    required: bool = Field(False, description="A target this revision lacks (its module or attribute "
+                           "does not exist yet, or no longer) fails the revision; default: it is skipped and "
+                           "counted in the health as drift.")
 
     _target = field_validator("target")(_check_target)
 
@@ -138,6 +141,14 @@ class Harness(_Strict):
                                                          "code imports it.")
     stub_modules: list[str] = Field(default_factory=list, description="Top-level modules stubbed even when "
                                                                       "installed.")
+    optional_imports: Literal["absent", "stubbed"] = Field("absent", description="An absent package that "
+                                                           "repository code imports optionally (inside a "
+                                                           "`try:` catching ImportError, or probed with "
+                                                           "importlib.util.find_spec): 'absent' fails the "
+                                                           "import as on a host without it; 'stubbed' "
+                                                           "stubs it.")
+    ci_has: list[str] = Field(default_factory=list, description="Top-level packages CI has: their optional "
+                              "imports are stubbed even with optional_imports 'absent'.")
     real_packages: list[str] = Field(default_factory=list, description="Import names that must be real "
                                      "inside the sandbox (never stubbed); a missing one is an error.")
     backports: dict[str, str] = Field(default_factory=dict, description="Attributes set on real modules "
@@ -387,12 +398,16 @@ class HydraValidation(_Strict):
                                      "called in order on the composed config.")
 
 
+ANY_PYTHON_FILE = ("**/*.py",)
+
+
 class Validation(_Strict):
     paths: list[str] = Field(default_factory=list, description="Repo-relative globs of the validation "
                              "code; a PR touching none of them needs no analysis.")
-    entry: str = Field("", description="Callable that parses and validates one argv (sys.argv patched), "
-                                       "as 'package.module:function'; empty: each suite's own launch runs "
-                                       "until its training boundary.")
+    entry: str | list[str] = Field("", description="Callable that parses and validates one argv "
+                                   "(sys.argv patched), as 'package.module:function', or a list of "
+                                   "alternatives, the first that imports at a revision taken; empty: each "
+                                   "suite's own launch runs until its training boundary.")
     mode: Literal["validator", "boundary"] | None = Field(None, description="'validator': call `entry`; "
                                                           "'boundary': run each suite's own launch (script "
                                                           "or module, argv, environment) until the first "
@@ -415,7 +430,9 @@ class Validation(_Strict):
 
     @field_validator("entry")
     @classmethod
-    def _entry(cls, value: str) -> str:
+    def _entry(cls, value: str | list[str]) -> str | list[str]:
+        if isinstance(value, list):
+            return [_check_target(v) for v in value]
         return _check_target(value) if value else value
 
     @model_validator(mode="after")
@@ -429,6 +446,19 @@ class Validation(_Strict):
     def to_boundary(self) -> bool:
         """Each suite's own launch runs until its training boundary (no validator is called)."""
         return self.mode == "boundary" or not self.entry
+
+    @property
+    def entries(self) -> list[str]:
+        """The named validator's alternatives, newest first (none in boundary mode)."""
+        return [self.entry] if isinstance(self.entry, str) and self.entry else list(self.entry or [])
+
+    @property
+    def path_globs(self) -> list[str]:
+        """The validation paths; a launch run to its boundary with none listed may read any Python file
+        of the repository before training starts, so any is one."""
+        if not self.paths and self.to_boundary:
+            return list(ANY_PYTHON_FILE)
+        return list(self.paths)
 
     @field_validator("functions")
     @classmethod
@@ -467,7 +497,8 @@ class HealthRules(_Strict):
 
 class Policy(_Strict):
     version: Literal[1] = Field(1, description="Policy language version.")
-    validation: Validation = Field(description="The validation code and how to call it.")
+    validation: Validation = Field(default_factory=Validation, description="The validation code and how "
+                                   "to call it; absent: each suite's launch runs to its training boundary.")
     matrix: Matrix = Field(description="How the CI flag matrix is found.")
     harness: Harness = Field(default_factory=Harness, description="What the sandboxed harness provides.")
     severities: Severities = Field(default_factory=Severities, description="Severity per finding kind.")
@@ -483,7 +514,7 @@ class Policy(_Strict):
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
     def touches_validation(self, changed_paths: list[str]) -> bool:
-        return any(path_matches(p, g) for p in changed_paths for g in self.validation.paths)
+        return any(path_matches(p, g) for p in changed_paths for g in self.validation.path_globs)
 
 
 def path_matches(path: str, pattern: str) -> bool:

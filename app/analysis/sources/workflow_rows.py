@@ -208,7 +208,8 @@ def _include(combinations: list[dict[str, Any]], includes: list[dict[str, Any]],
     result = [dict(c) for c in combinations]
     for include in includes:
         joined = False
-        for original, combination in zip(combinations, result, strict=True):
+        # only the original combinations: an include added as a row of its own joins no later include
+        for original, combination in zip(combinations, result[:len(combinations)], strict=True):
             if all(original.get(k) == v for k, v in include.items() if k in axes):
                 combination.update(include)
                 joined = True

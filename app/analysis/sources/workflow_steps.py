@@ -4,7 +4,8 @@ volcengine/verl's e2e workflows list no matrix of suites: each step runs one CI 
 (`ENGINE=sglang MODE=async bash tests/special_e2e/run_ppo_trainer_megatron.sh`). The step's text is the CI
 command, so it is what the recording bash runs. A workflow is a pull request's content: it is read with the
 bounds and the expression evaluator of `workflow_rows` (a step whose text or environment needs more than
-`${{ matrix.a || 'x' }}` is left out, never guessed). Pure: no file, no process.
+`${{ matrix.a || 'x' }}` is left out, never guessed). A step that uses a local composite action stands for
+the action's steps (`composite_actions`). Pure: no process; files come through the tree.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.analysis.core.policy import WorkflowSteps, glob_regex
+from app.analysis.sources.composite_actions import JobStep, job_steps
 from app.analysis.sources.recorded import from_launches
 from app.analysis.sources.source_kind import Listing, SourceKind, SourceTree
 from app.analysis.sources.workflow_rows import (
@@ -29,6 +31,7 @@ from app.analysis.sources.workflow_rows import (
 )
 
 _WORD = re.compile(r"[^\s;&|()<>`'\"]+")
+_EXPRESSION = re.compile(r"\$\{\{.*?\}\}", re.S)
 
 
 @dataclass(frozen=True)
@@ -53,8 +56,10 @@ class StepListing:
     notes: list[str] = field(default_factory=list)
 
 
-def steps_from_workflow(text: str, path: str, source: WorkflowSteps) -> StepListing:
-    """The `run:` steps naming one of the source's scripts, in the jobs it selects. Raises WorkflowError."""
+def steps_from_workflow(text: str, path: str, source: WorkflowSteps,
+                        read: Callable[[str], str] | None = None) -> StepListing:
+    """The `run:` steps naming one of the source's scripts, in the jobs it selects (with `read`, the steps
+    of the local composite actions they use too). Raises WorkflowError."""
     jobs, workflow_env = workflow_jobs(text, path)
     listing = StepListing()
     patterns = [glob_regex(g) for g in source.scripts]
@@ -63,11 +68,12 @@ def steps_from_workflow(text: str, path: str, source: WorkflowSteps) -> StepList
         if not isinstance(job, dict) or not selected:
             continue
         where = f"{path}:{name}"
+        steps = _script_steps(job_steps(job.get("steps"), read, listing.notes, where), patterns)
         if _literally_false(job.get("if")):
-            if _job_steps(job, patterns):
+            if steps:
                 listing.disabled.append(where)
             continue
-        _list_job(listing, where, job, workflow_env, patterns, source)
+        _list_job(listing, where, job, workflow_env, steps, patterns, source)
     return listing
 
 
@@ -77,19 +83,15 @@ def scripts_named(run: str, patterns: list[re.Pattern[str]]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(w for w in words if any(p.fullmatch(w) for p in patterns)))
 
 
-def _job_steps(job: dict[str, Any], patterns: list[re.Pattern[str]]) -> list[tuple[int, dict[str, Any]]]:
-    """(1-based number, step) of the job's `run:` steps that name a script of the source."""
-    steps = job.get("steps")
-    if not isinstance(steps, list):
-        return []
-    return [(number, step) for number, step in enumerate(steps, 1)
-            if isinstance(step, dict) and isinstance(step.get("run"), str)
-            and scripts_named(step["run"], patterns)]
+def _script_steps(steps: list[JobStep], patterns: list[re.Pattern[str]]) -> list[JobStep]:
+    """The job's `run:` steps that name a script of the source, or may once their expressions are evaluated
+    (`bash tests/functional/${{ matrix.script }}.sh`: which script is the row's)."""
+    return [job_step for job_step in steps if isinstance(job_step.step.get("run"), str)
+            and (scripts_named(job_step.step["run"], patterns) or _EXPRESSION.search(job_step.step["run"]))]
 
 
 def _list_job(listing: StepListing, where: str, job: dict[str, Any], workflow_env: dict[str, Any],
-              patterns: list[re.Pattern[str]], source: WorkflowSteps) -> None:
-    steps = _job_steps(job, patterns)
+              steps: list[JobStep], patterns: list[re.Pattern[str]], source: WorkflowSteps) -> None:
     if not steps:
         return
     strategy = job.get("strategy")
@@ -100,18 +102,20 @@ def _list_job(listing: StepListing, where: str, job: dict[str, Any], workflow_en
         return
     for row, combination in enumerate(combinations, 1):
         suffix = f"[{row}]" if matrix is not None else ""
-        for number, step in steps:
-            label = f"{where}{suffix}:{number}"
-            template = {**workflow_env, **_mapping(job.get("env")), **_mapping(step.get("env"))}
+        for job_step in steps:
+            label = f"{where}{suffix}:{job_step.number}"
+            template = {**workflow_env, **_mapping(job.get("env")), **_mapping(job_step.step.get("env"))}
             env, unknown = row_env(template, combination, source.env)
-            run = render(step["run"], combination)
+            run = render(job_step.step["run"], combination)
             if run is None:
                 listing.notes.append(f"{label}: its text has an expression not evaluated: left out")
                 continue
+            scripts = scripts_named(run, patterns)
+            if not scripts:
+                continue
             if unknown:
                 listing.notes.append(f"{label}: env {', '.join(unknown)} not evaluated: left out")
-            listing.steps.append(WorkflowStep(label=label, run=run, scripts=scripts_named(run, patterns),
-                                              env=env))
+            listing.steps.append(WorkflowStep(label=label, run=run, scripts=scripts, env=env))
 
 
 def list_steps(files: Iterable[str], read: Callable[[str], str],
@@ -122,7 +126,7 @@ def list_steps(files: Iterable[str], read: Callable[[str], str],
     items: dict[tuple[Any, ...], dict[str, Any]] = {}
     disabled: list[str] = []
     for listing in each_workflow(source.workflows, files, read, "workflow steps",
-                                 lambda text, path: steps_from_workflow(text, path, source)):
+                                 lambda text, path: steps_from_workflow(text, path, source, read)):
         disabled += listing.disabled
         for step in listing.steps:  # the same command in several jobs is one CI suite
             items.setdefault(step.key(), {"id": step.label, "script": step.label, "args": [],

@@ -73,6 +73,8 @@ HF_CONFIG = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "num_
              "num_key_value_heads": 8, "hidden_size": 2048, "intermediate_size": 11008, "vocab_size": 151936,
              "max_position_embeddings": 32768, "rope_theta": 1000000.0, "tie_word_embeddings": True}
 LAUNCHERS = ["python", "python3", "torchrun", "ray"]
+# With no validator recognised, every Python script a CI launch starts is run to its training boundary.
+LAUNCHED_SCRIPT = r"\.py$"
 # Device facts the validation asks the GPU for: on CI's GPUs the answer is yes.
 DEVICE_CHECKS = ("has_cuda_capability",)
 # The machine's own directories, and the sandbox's mount of the tree (`/repo`): never a CI host's.
@@ -92,14 +94,22 @@ def detect(root: Path) -> Starter:
     if shaped is not None:
         return shaped
     starter = Starter({"version": 1})
-    validation, used = _validation(root, modules, starter.why)
+    try:
+        validation, used = _validation(root, modules, starter.why)
+        entry_pattern = _entry_pattern(validation["entry"], validation["paths"])
+        found = f"found the validator {validation['entry']}, but"
+    except NoValidator as exc:
+        validation, used, entry_pattern = {"mode": "boundary"}, [], LAUNCHED_SCRIPT
+        starter.why["validation.mode"] = (f"{exc}: each CI launch's own script runs until training would "
+                                          "start (its training boundary)")
+        found = f"{exc}, and"
     starter.policy["validation"] = validation
-    recording = _recording(_entry_pattern(validation["entry"], validation["paths"]), modules)
+    recording = _recording(entry_pattern, modules)
     sources = list(_sources(root, recording))
     if not sources:
-        raise NoValidator(f"found the validator {validation['entry']}, but no CI source this detection "
-                          "knows: GitHub workflow matrix rows naming scripts, scripts registering with CI, "
-                          "or test-definition lists (docs/policy.md, `matrix.sources`)")
+        raise NoValidator(f"{found} no CI source this detection knows: GitHub workflow matrix rows naming "
+                          "scripts, scripts registering with CI, or test-definition lists (docs/policy.md, "
+                          "`matrix.sources`)")
     starter.policy["matrix"] = {"sources": [source for source, _ in sources]}
     for index, (_, reason) in enumerate(sources):
         starter.why[f"matrix.sources[{index}]"] = reason

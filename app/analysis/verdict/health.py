@@ -68,8 +68,11 @@ class Health:
     errors: tuple[ErrorGroup, ...]  # the base's failures grouped, most common first
     base_failures: tuple[BaseFailure, ...]  # every suite the base rejects or errors on
     fixed_at_head: int  # base failures the head accepts: seen by the harness, the base's own breakage
+    suspect_base: bool  # the base fails every suite with one error, which the head "fixes": the harness's
     lines_changed: bool  # changed validation statements were traced
     lines_reached: bool  # some suite ran one of them at the head
+    stubbed_parser_reads: tuple[str, ...]  # args the head reads that a stubbed or replaced parser may define
+    drift: tuple[str, ...]  # replacement targets the base lacks, skipped
     max_base_failures: float
     fail_open: bool  # the App's check run when blind: neutral (true) or action_required (false)
     could_analyse: bool
@@ -81,8 +84,10 @@ class Health:
 
     @property
     def failure_share(self) -> float:
-        """The share of suites the harness could not see: failing at base, not accepted at head."""
-        blind = self.base_rejected + self.base_errors - self.fixed_at_head
+        """The share of suites the harness could not see: failing at base, not accepted at head (at a
+        suspect base, failing at base)."""
+        fixed = 0 if self.suspect_base else self.fixed_at_head
+        blind = self.base_rejected + self.base_errors - fixed
         return blind / self.suites if self.suites else 1.0
 
     def to_json(self) -> dict[str, Any]:
@@ -97,8 +102,9 @@ class Health:
             "max_base_failures": self.max_base_failures, "fail_open": self.fail_open,
             "errors": [group.to_json() for group in self.errors],
             "base_failures": [failure.to_json() for failure in self.base_failures],
-            "fixed_at_head": self.fixed_at_head, "lines_changed": self.lines_changed,
-            "lines_reached": self.lines_reached,
+            "fixed_at_head": self.fixed_at_head, "suspect_base": self.suspect_base,
+            "lines_changed": self.lines_changed, "lines_reached": self.lines_reached,
+            "stubbed_parser_reads": list(self.stubbed_parser_reads), "drift": list(self.drift),
         }
 
 
@@ -120,13 +126,35 @@ def assess(matrix: Matrix, base: Mapping[str, SuiteResult], head: Mapping[str, S
         base_errors=sum(1 for f in failures if f.outcome.outcome == "error"),
         errors=group_errors(failures), base_failures=failures,
         fixed_at_head=sum(1 for f in failures if _outcome(head, f.suite).outcome == "accepted"),
-        lines_changed=lines_changed,
-        lines_reached=lines_reached, max_base_failures=max_base_failures, fail_open=fail_open,
+        suspect_base=_suspect(failures, len(outcomes), head), lines_changed=lines_changed,
+        lines_reached=lines_reached, stubbed_parser_reads=_stubbed_parser_reads(base, head),
+        drift=tuple(dict.fromkeys(item for result in base.values() for item in result.drift)),
+        max_base_failures=max_base_failures, fail_open=fail_open,
         could_analyse=True, reason="")
     blind = _blindness(measured, unexercised=lines_changed and not lines_reached and died_before)
     if blind is None:
         return replace(measured, reason=_seen(measured))
     return replace(measured, could_analyse=False, reason=blind)
+
+
+def _suspect(failures: Sequence[BaseFailure], suites: int, head: Mapping[str, SuiteResult]) -> bool:
+    """The base fails every suite (more than one) with one error, and the head accepts them all: the same
+    error everywhere is the harness's environment (a stub, a missing package), not the base's own
+    breakage, so what the head "fixes" it did not fix for CI."""
+    return (len(failures) == suites > 1 and len(group_errors(failures)) == 1
+            and all(_outcome(head, f.suite).outcome == "accepted" for f in failures))
+
+
+def _stubbed_parser_reads(base: Mapping[str, SuiteResult],
+                          head: Mapping[str, SuiteResult]) -> tuple[str, ...]:
+    """Attributes the head reads, no parser defines and the base never read, in runs where a stubbed or
+    replaced upstream parser parsed: it may define them, so they are no finding, but the harness is blind
+    there."""
+    names: dict[str, None] = {}
+    for suite_id, result in head.items():
+        before = {a.name for a in base[suite_id].learned} if suite_id in base else set()
+        names.update((a.name, None) for a in result.learned if a.upstream and a.name not in before)
+    return tuple(names)
 
 
 def _outcome(results: Mapping[str, SuiteResult], suite_id: str) -> Outcome:
@@ -153,6 +181,11 @@ def _blindness(health: Health, *, unexercised: bool) -> str | None:
     """Why the analysis could not see, or None when it could."""
     if not health.suites:
         return "no CI suite was captured, so nothing could be replayed"
+    if health.suspect_base:
+        return (f"the base revision fails every one of the {health.suites} CI suites with the same error "
+                f"({describe(health.errors[0].example)}), which the head \"fixes\": the same error at "
+                "every suite is the harness's environment, not the repository's, so the head's acceptance "
+                "says nothing about CI")
     if health.failure_share > health.max_base_failures:
         failing = health.base_rejected + health.base_errors - health.fixed_at_head
         common = f"; most common base error: {describe(health.errors[0].example)}" if health.errors else ""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import json
+import shlex
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -46,7 +47,9 @@ def report_json(report: CheckReport) -> dict[str, Any]:
         "health": report.health.to_json() if report.health is not None else None,
         "sandboxed": report.sandboxed,
         "timing": {"capture_s": round(report.timing.capture_s, 3), "base_s": round(report.timing.base_s, 3),
-                   "head_s": round(report.timing.head_s, 3), "total_s": round(report.timing.total_s, 3),
+                   "head_s": round(report.timing.head_s, 3),
+                   "minimize_s": round(report.timing.minimize_s, 3),
+                   "total_s": round(report.timing.total_s, 3),
                    "base_cached": report.base_cached},
         "changed_paths": list(report.changed_paths),
         "policy": report.policy.to_json() if report.policy is not None else None,
@@ -80,6 +83,20 @@ def headline(report: CheckReport) -> str:
     return f"BREAKS {_plural(broken, 'existing CI suite')} ({_plural(len(blocking), 'blocking finding')})"
 
 
+def because(finding: Finding) -> str | None:
+    """'rejected because of `--colocate --lora-rank 16`, 2 of 83 arguments; every listed suite passes
+    these': the arguments the new rejection needs (app/analysis/verdict/minimal.py); None when unknown."""
+    minimal = finding.minimal_args
+    if minimal is None:
+        return None
+    words = shlex.join(minimal.args) if minimal.args else "no argument at all"
+    shared = ("every listed suite passes these" if minimal.every_suite_passes
+              else f"found on {minimal.suite}; not every listed suite passes all of these")
+    cut = "" if minimal.complete else " (the search was cut short: the smallest set it saw rejected)"
+    return (f"rejected because of `{words}`, {minimal.count} of {_plural(minimal.of, 'argument')}; "
+            f"{shared}{cut}")
+
+
 def _where(finding: Finding) -> str:
     if finding.path is None:
         return ""
@@ -104,8 +121,9 @@ def _summary_lines(report: CheckReport) -> list[str]:
         lines.append(f"{_plural(report.errored_at_both, 'suite')} errored at both revisions (not judged)")
     cached = " (matrix from cache)" if report.capture_cached else ""
     base_cached = " (from an earlier check)" if report.base_cached else ""
+    minimal = f", minimal arguments {timing.minimize_s:.1f} s" if timing.minimize_s >= 0.05 else ""
     lines.append(f"timing: capture {timing.capture_s:.1f} s{cached}, base {timing.base_s:.1f} s"
-                 f"{base_cached}, head {timing.head_s:.1f} s, total {timing.total_s:.1f} s")
+                 f"{base_cached}, head {timing.head_s:.1f} s{minimal}, total {timing.total_s:.1f} s")
     return [*lines, *policy_line(report)]
 
 
@@ -153,6 +171,8 @@ def render_text(report: CheckReport) -> str:
     for finding in report.blocking:
         lines.append(f"[blocking] {finding.kind} {_where(finding)}".rstrip())
         lines.append(f"    {finding.message}")
+        if (cause := because(finding)) is not None:
+            lines.append(f"    {cause}")
         lines.append(f"    {_plural(len(finding.suites), 'suite')}:")
         lines += [f"      {suite}" for suite in finding.suites]
         if finding.scripts:
@@ -202,6 +222,8 @@ def _md_suites(finding: Finding) -> str:
     shown = finding.suites[:MARKDOWN_SUITES]
     lines = ["", f"<details><summary>{_html(finding.kind)} at {_html(_where(finding)) or '-'}: "
                  f"{_plural(len(finding.suites), 'suite')}</summary>", ""]
+    if (cause := because(finding)) is not None:
+        lines += [_md(cause, 2000), ""]
     lines += [f"- {_md(suite)}" for suite in shown]
     if len(finding.suites) > len(shown):
         lines.append(f"- … and {len(finding.suites) - len(shown)} more")

@@ -23,6 +23,7 @@ class Timing:
     capture_s: float = 0.0
     base_s: float = 0.0
     head_s: float = 0.0
+    minimize_s: float = 0.0  # the search for the arguments each new rejection needs
     total_s: float = 0.0
 
 

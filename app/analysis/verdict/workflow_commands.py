@@ -10,7 +10,7 @@ import os
 
 from app.analysis.core.model import Finding
 from app.analysis.verdict.health import summary_line
-from app.analysis.verdict.render import UNSANDBOXED, headline
+from app.analysis.verdict.render import UNSANDBOXED, because, headline
 from app.analysis.verdict.report import CheckReport
 
 COMMAND_OF_SEVERITY = {"blocking": "error", "warning": "warning", "info": "notice"}
@@ -53,7 +53,8 @@ def _suites(finding: Finding) -> str:
 def annotation(finding: Finding) -> str:
     """The finding on its line (or on no file when it has none): error, warning or notice by severity."""
     title = f"prtriage: {finding.kind}" + (" (in this diff)" if finding.path and finding.in_diff else "")
-    return command(COMMAND_OF_SEVERITY[finding.severity], finding.message + _suites(finding),
+    cause = f"; {because(finding)}" if finding.minimal_args is not None else ""
+    return command(COMMAND_OF_SEVERITY[finding.severity], finding.message + cause + _suites(finding),
                    file=finding.path, line=finding.line if finding.path else None, title=title)
 
 

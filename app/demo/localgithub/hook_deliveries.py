@@ -53,6 +53,21 @@ def pull_request_payload(payload: dict[str, Any], fake: FakeGitHub, *, full_name
     return adapted
 
 
+def push_payload(fake: FakeGitHub, *, full_name: str, before: str | None, commits: list[str],
+                 installation_id: int = 1) -> dict[str, Any]:
+    """A `push` of COMMITS (oldest first) to the fake's FULL_NAME's default branch, the fields GitHub sends
+    that prtriage reads."""
+    repo = fake.repo(full_name)
+    if repo is None:
+        raise ValueError(f"{full_name}: add the repository to the local GitHub first")
+    return {"ref": f"refs/heads/{repo.default_branch}", "before": before or "0" * 40, "after": commits[-1],
+            "created": before is None, "deleted": False, "forced": False,
+            "repository": {"id": repo.id, "name": repo.name, "full_name": full_name, "private": False,
+                           "owner": {"login": repo.owner}, "default_branch": repo.default_branch},
+            "installation": {"id": installation_id}, "commits": [{"id": sha} for sha in commits],
+            "sender": {"login": "octocat"}}
+
+
 def signature(body: bytes, secret: str) -> str:
     return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
 

@@ -338,7 +338,8 @@ def get_contents(fake: FakeGitHub, call: Call) -> Reply:
 
 def compare(fake: FakeGitHub, call: Call) -> Reply:
     """Compare BASE...HEAD: the merge base a test set for the pair (default: BASE), in the example's
-    shape; 404 for a pair set to share no history, as GitHub answers for unrelated histories."""
+    shape, listing the default branch's commits after BASE up to HEAD when both are on it; 404 for a pair
+    set to share no history, as GitHub answers for unrelated histories."""
     assert call.repo is not None
     base, dots, head = call.params["basehead"].partition("...")
     if not dots or not base or not head:
@@ -346,7 +347,23 @@ def compare(fake: FakeGitHub, call: Call) -> Reply:
     merge_base = call.repo.merge_bases.get((base, head), base)
     if merge_base is None:
         return Reply(404, rest_shapes.error(f"No common ancestor between {base} and {head}.", 404))
-    return Reply(200, rest_shapes.comparison(fake.url, call.repo, base, head, merge_base))
+    shas = [sha for sha, _ in call.repo.history]
+    between = call.repo.history[shas.index(base) + 1: shas.index(head) + 1] \
+        if base in shas and head in shas else []
+    return Reply(200, rest_shapes.comparison(fake.url, call.repo, base, head, merge_base, between))
+
+
+def get_repository(fake: FakeGitHub, call: Call) -> Reply:
+    assert call.repo is not None
+    return Reply(200, rest_shapes.repository_info(fake.url, call.repo))
+
+
+def get_branch(fake: FakeGitHub, call: Call) -> Reply:
+    """Only the default branch exists, its head the last commit pushed to it."""
+    assert call.repo is not None
+    if call.params["branch"] != call.repo.default_branch or not call.repo.history:
+        return Reply(404, rest_shapes.error("Branch not found", 404))
+    return Reply(200, rest_shapes.branch(fake.url, call.repo, call.repo.history[-1][0]))
 
 
 def get_tarball(fake: FakeGitHub, call: Call) -> Reply:
@@ -406,6 +423,8 @@ ROUTES = [route(method, template, auth, handler) for method, template, auth, han
     ("GET", "/repos/{owner}/{repo}/commits/{ref}/check-runs", "installation", list_check_runs_for_ref),
     ("GET", "/repos/{owner}/{repo}/contents/{path}", "installation", get_contents),
     ("GET", "/repos/{owner}/{repo}/compare/{basehead}", "installation", compare),
+    ("GET", "/repos/{owner}/{repo}", "installation", get_repository),
+    ("GET", "/repos/{owner}/{repo}/branches/{branch}", "installation", get_branch),
     ("GET", "/repos/{owner}/{repo}/tarball/{ref}", "installation", get_tarball),
     ("GET", "/repos/{owner}/{repo}/git/trees/{ref}", "installation", get_tree),
 ]]

@@ -171,14 +171,18 @@ def commit(api_url: str, repo: FakeRepo, sha: str, message: str) -> dict[str, An
     return body
 
 
-def comparison(api_url: str, repo: FakeRepo, base: str, head: str, merge_base: str) -> dict[str, Any]:
-    """The compare API's answer for BASE...HEAD; only the shas are the fake's (no commits, no files)."""
+def comparison(api_url: str, repo: FakeRepo, base: str, head: str, merge_base: str,
+               commits: list[tuple[str, str]] | None = None) -> dict[str, Any]:
+    """The compare API's answer for BASE...HEAD; only the shas and COMMITS (sha, message) are the fake's
+    (no files)."""
     body: dict[str, Any] = example("repos.compare-commits-with-basehead.200.default", api_url, repo.full_name)
+    listed = [{"sha": sha, "url": f"{api_url}/repos/{repo.full_name}/commits/{sha}",
+               "commit": {"message": message}, "parents": []} for sha, message in commits or []]
     body.update(url=f"{api_url}/repos/{repo.full_name}/compare/{base}...{head}",
                 html_url=f"https://github.com/{repo.full_name}/compare/{base}...{head}",
                 status="identical" if base == head else "diverged" if merge_base not in (base, head)
                 else "ahead" if merge_base == base else "behind",
-                ahead_by=0, behind_by=0, total_commits=0, commits=[], files=[])
+                ahead_by=len(listed), behind_by=0, total_commits=len(listed), commits=listed, files=[])
     for key, sha in (("base_commit", base), ("merge_base_commit", merge_base)):
         body[key] = {**body[key], "sha": sha, "url": f"{api_url}/repos/{repo.full_name}/commits/{sha}"}
     return body
@@ -284,3 +288,16 @@ def rate_limit(api_url: str, remaining: int, reset: int) -> dict[str, Any]:
 
 def error(message: str, status: int, **extra: Any) -> dict[str, Any]:
     return {"message": message, "documentation_url": DOCS, "status": str(status), **extra}
+
+
+def repository_info(api_url: str, repo: FakeRepo) -> dict[str, Any]:
+    """GET /repos/{owner}/{repo}: the fields prtriage reads (GitHub's answer has many more)."""
+    return {"id": repo.id, "name": repo.name, "full_name": repo.full_name, "private": False,
+            "owner": {"login": repo.owner}, "default_branch": repo.default_branch,
+            "url": f"{api_url}/repos/{repo.full_name}", "html_url": f"https://github.com/{repo.full_name}"}
+
+
+def branch(api_url: str, repo: FakeRepo, sha: str) -> dict[str, Any]:
+    """GET /repos/{owner}/{repo}/branches/{branch} of the default branch at SHA."""
+    return {"name": repo.default_branch, "protected": False,
+            "commit": {"sha": sha, "url": f"{api_url}/repos/{repo.full_name}/commits/{sha}"}}

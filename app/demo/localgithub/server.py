@@ -240,6 +240,14 @@ class FakeGitHub:
         with self._lock:
             self._repo(full_name).merge_bases[(base, head)] = merge_base
 
+    def push(self, full_name: str, sha: str, message: str = "A commit", *, directory: Path | None = None,
+             ) -> None:
+        """Commit SHA lands on the default branch (its head from now on), served from DIRECTORY if given."""
+        if directory is not None:
+            self.add_tarball(full_name, sha, directory)
+        with self._lock:
+            self._repo(full_name).history.append((sha, message))
+
     def add_tarball(self, full_name: str, ref: str, directory: Path) -> bytes:
         """DIRECTORY served as GitHub's tarball of FULL_NAME at REF; the bytes."""
         owner, name = full_name.split("/")

@@ -93,6 +93,8 @@ class FakeRepo:
     # (base, head) -> their merge base; a pair not set has the base as its merge base, one set to None
     # has no common history (the compare API answers 404)
     merge_bases: dict[tuple[str, str], str | None] = field(default_factory=dict)
+    # the default branch's commits, oldest first, (sha, message): its head, and what compare lists
+    history: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def full_name(self) -> str:

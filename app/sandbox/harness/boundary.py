@@ -103,6 +103,29 @@ BOUNDARIES: tuple[Boundary, ...] = (
     Boundary("safetensors.torch", "load_file", WEIGHTS),
     Boundary("datasets", "load_dataset", DATASET),
 )
+COMPILERS = "compiled code never runs before training: the function stays as written"
+
+
+def _identity(boundary: Boundary) -> Callable[..., Any]:
+    """`@decorator` and `@decorator(...)` leave the function (or class, or module) as it is."""
+
+    def decorator(*args: Any, **kwargs: Any) -> Any:
+        if len(args) == 1 and not kwargs and callable(args[0]):
+            return args[0]
+        return lambda function: function
+
+    decorator.__prtriage_boundary__ = True  # type: ignore[attr-defined]
+    return decorator
+
+
+# Where torch is real, its compilers applied at import are identity decorators: TorchScript compiles each
+# function at import (seconds, and it fails on code CI never scripts on a CPU), torch.compile's own import
+# costs seconds; what they compile runs in training, after the boundary.
+IDENTITY_DECORATORS: tuple[Boundary, ...] = (
+    Boundary("torch.jit", "script", COMPILERS, stand_in=_identity),
+    Boundary("torch.jit", "ignore", COMPILERS, stand_in=_identity),
+    Boundary("torch", "compile", COMPILERS, stand_in=_identity),
+)
 STUB_MARK = "__prtriage_stub__"  # stubs.STUB_MARK: a stub class is made on demand, never constructed
 SOCKET = "a server or a peer is on CI's network"
 SERVER = "it launches a server or training processes"
@@ -113,7 +136,7 @@ _reached: list[tuple[TrainingBoundary, tuple[str | None, int | None]]] = []
 _repo_prefix = ""
 
 
-def install(repo: str, boundaries: Sequence[Boundary] = BOUNDARIES) -> None:
+def install(repo: str, boundaries: Sequence[Boundary] = (*BOUNDARIES, *IDENTITY_DECORATORS)) -> None:
     """Patch the boundaries of modules imported already, and of every module imported from now on."""
     global _repo_prefix
     _repo_prefix = os.path.abspath(repo).rstrip("/") + "/"

@@ -57,7 +57,7 @@ def through_script(module: Any, name: str, target: str) -> Callable[[], None]:
         except EntryReturned:
             return
         finally:
-            sys.path.remove(os.path.dirname(script))
+            _leave_path(os.path.dirname(script))
         raise EntryNotCalled(f"{os.path.basename(script)} ended without calling {target}")
 
     return run_script
@@ -119,7 +119,14 @@ def prime(repo: str, entries: set[str]) -> None:
         except (Exception, SystemExit):
             continue
         finally:
-            sys.path.remove(os.path.dirname(script))
+            _leave_path(os.path.dirname(script))
+
+
+def _leave_path(directory: str) -> None:
+    """Take the script's directory off sys.path again, unless the script did so itself (NeMo RL's
+    run_grpo_single_controller.py drops examples/ so that a directory there is no namespace package)."""
+    if directory in sys.path:
+        sys.path.remove(directory)
 
 
 def _run(script: str, name: str) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import abc
 import argparse
+import ast
 import copy
 import functools
 import importlib
@@ -30,6 +31,9 @@ _repo_prefix = ""
 _stub_attributes: dict[str, Any] = {}
 _forced: frozenset[str] = frozenset()
 _real: frozenset[str] = frozenset()
+_optional_absent = False  # harness.optional_imports: absent
+_ci_has: frozenset[str] = frozenset()
+_guarded_lines: dict[str, frozenset[int]] = {}  # file -> lines inside a `try:` that catches ImportError
 _importlib_dir = os.path.dirname(importlib.__file__) + "/"
 # Parsers handed to absent code (`ServerArgs.add_cli_args(parser)`): the options it would have added are
 # missing, so a strict parse of them must tolerate what that code owns.
@@ -45,11 +49,13 @@ def install(repo: str, harness_policy: dict[str, Any]) -> None:
 
     Raises MissingRealPackage when one of `harness.real_packages` does not import.
     """
-    global _repo_prefix, _stub_attributes, _forced, _real
+    global _repo_prefix, _stub_attributes, _forced, _real, _optional_absent, _ci_has
     _repo_prefix = os.path.abspath(repo).rstrip("/") + "/"
     _stub_attributes = dict(harness_policy.get("stub_attributes") or {})
     _real = frozenset(harness_policy.get("real_packages") or ())
     _forced = frozenset(harness_policy.get("stub_modules") or ()) - _real
+    _optional_absent = harness_policy.get("optional_imports", "absent") == "absent"
+    _ci_has = frozenset(harness_policy.get("ci_has") or ())
     _import_real_packages(sorted(_real))
     install_backports(dict(harness_policy.get("backports") or {}))
     _forget_forced_modules()
@@ -156,16 +162,61 @@ def _forget_forced_modules() -> None:
         del sys.modules[name]
 
 
-def _imported_from_repository() -> bool:
-    """The innermost frame outside the import machinery (and this file) belongs to the repository."""
+def _importing_frame() -> tuple[types.FrameType | None, bool]:
+    """The innermost frame outside the import machinery (and this file), and whether the import is a
+    probe (`importlib.util.find_spec`) rather than an import."""
     frame = sys._getframe(2)
+    probe = False
     while frame is not None:
         filename = frame.f_code.co_filename
         if not (filename.startswith("<frozen importlib") or filename.startswith(_importlib_dir)
                 or filename == __file__):
-            return bool(_repo_prefix) and filename.startswith(_repo_prefix)
+            return frame, probe
+        # importlib.util.find_spec ("<frozen importlib.util>" on 3.11): a probe, unlike the import system's
+        probe = probe or (frame.f_code.co_name == "find_spec" and filename.endswith(("importlib.util>",
+                                                                                     "importlib/util.py")))
         frame = frame.f_back  # type: ignore[assignment]
-    return False
+    return None, probe
+
+
+def _stub_for_repository(top: str) -> bool:
+    """Repository code imports `top`, absent here: stub it, unless the import is optional (a probe, or an
+    import inside a `try:` that catches ImportError) and the policy says optional imports stay absent
+    (`harness.optional_imports: absent`) for a package CI does not have (`harness.ci_has`)."""
+    frame, probe = _importing_frame()
+    if frame is None or not _repo_prefix or not frame.f_code.co_filename.startswith(_repo_prefix):
+        return False
+    if not _optional_absent or top in _ci_has:
+        return True
+    return not (probe or frame.f_lineno in _guarded(frame.f_code.co_filename))
+
+
+def _guarded(filename: str) -> frozenset[int]:
+    """Lines of `filename` inside the body of a `try:` with a handler of ImportError (or a wider one)."""
+    if filename not in _guarded_lines:
+        lines: set[int] = set()
+        try:
+            with open(filename, "rb") as handle:
+                tree = ast.parse(handle.read(), filename)
+        except (OSError, SyntaxError, ValueError):
+            tree = ast.Module(body=[], type_ignores=[])
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Try | ast.TryStar) and any(_catches_import_error(h.type)
+                                                                for h in node.handlers):
+                for statement in node.body:
+                    lines.update(range(statement.lineno, (statement.end_lineno or statement.lineno) + 1))
+        _guarded_lines[filename] = frozenset(lines)
+    return _guarded_lines[filename]
+
+
+_IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
+
+
+def _catches_import_error(handler: ast.expr | None) -> bool:
+    if handler is None:
+        return True
+    names = handler.elts if isinstance(handler, ast.Tuple) else [handler]
+    return any((n.id if isinstance(n, ast.Name) else getattr(n, "attr", "")) in _IMPORT_ERRORS for n in names)
 
 
 class _StubLoader(importlib.abc.Loader):
@@ -195,7 +246,7 @@ class _StubFinder(importlib.abc.MetaPathFinder):
             return self._spec(fullname) if stubbed_parent and not self.missing else None
         if not self.missing:
             return self._spec(fullname) if top in _forced else None
-        return self._spec(fullname) if _imported_from_repository() else None
+        return self._spec(fullname) if _stub_for_repository(top) else None
 
     @staticmethod
     def _spec(fullname: str) -> importlib.machinery.ModuleSpec:

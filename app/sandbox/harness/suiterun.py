@@ -73,7 +73,9 @@ def run_suite(revision: Revision, suite: dict[str, Any]) -> dict[str, Any]:
     linewatch.reset()
     outcome = outcome_mode(revision, suite)
     lines_hit = linewatch.lines_hit()  # outcome mode's run only, as the suite's job would run
-    learned = [{"name": n, "path": p, "line": line} for n, (p, line) in tolerant.ledger.learned_at.items()]
+    upstream = tolerant.ledger.upstream_stood_in
+    learned = [{"name": n, "path": p, "line": line, "upstream": upstream}
+               for n, (p, line) in tolerant.ledger.learned_at.items()]
     events: list[dict[str, Any]] = []
     if outcome["outcome"] != "accepted":
         remaining = revision.suite_seconds - (time.monotonic() - started)
@@ -81,7 +83,8 @@ def run_suite(revision: Revision, suite: dict[str, Any]) -> dict[str, Any]:
     return {"suite_id": suite["id"], "token": suite.get("token"), "outcome": outcome, "events": events,
             "known_flags": tolerant.ledger.known_flags(suite["argv"]),
             "tolerated_flags": list(tolerant.ledger.tolerated_flags), "learned": learned,
-            "lines_hit": lines_hit, "imported": imported.repo_modules(revision.repo)}
+            "lines_hit": lines_hit, "drift": list(tolerant.skipped),
+            "imported": imported.repo_modules(revision.repo)}
 
 
 def outcome_mode(revision: Revision, suite: dict[str, Any]) -> dict[str, Any]:

@@ -31,10 +31,19 @@ else:
 _NUMBER = re.compile(r"^-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 _ARGPARSE_FILE = argparse.__file__
 _parsed: list[argparse.Namespace] = []  # what the stand-in parser returned last: the suite's arguments
+skipped: list[str] = []  # replacement targets this revision lacks, left out (drift): every suite reports them
 
 
 class ReplacementError(Exception):
     """A replacement the policy asks for cannot be installed (bad target, unknown fixture)."""
+
+
+class Unreachable(ReplacementError):
+    """A replacement's target does not exist at this revision (its module or attribute)."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class Ledger:
@@ -50,6 +59,9 @@ class Ledger:
         self.tolerated_flags: dict[str, None] = {}  # ordered set
         self.learned: dict[str, Any] = {}
         self.learned_at: dict[str, tuple[str | None, int | None]] = {}
+        # an upstream parser stood in for (replaced, or fed to absent code) parsed in this run: what no
+        # parser defined may be what it would have, so a read of it is blindness, not the repository's
+        self.upstream_stood_in = False
 
     def known_flags(self, argv: Iterable[str]) -> list[str]:
         """Option words of `argv` (`--x=v` counts as `--x`) that some parser of this run defined."""
@@ -70,6 +82,8 @@ def install_argparse_patches(repo: str, attribute_defaults: dict[str, Any]) -> N
 
     def parse_known_args(self: argparse.ArgumentParser, args: Any = None, namespace: Any = None) -> Any:
         ledger.defined_options.update(self._option_string_actions)
+        if stubs.fed_absent_code(self):
+            ledger.upstream_stood_in = True
         return real_parse_known_args(self, args, namespace)
 
     real_parse_args = argparse.ArgumentParser.parse_args
@@ -219,12 +233,19 @@ def install_replacements(repo: str, validation_policy: dict[str, Any],
     """Put the policy's `validation.replace` callables in place. Raises ReplacementError."""
     fixtures = {f["name"]: f.get("content") for f in harness_policy.get("fixtures") or () if f.get("name")}
     defaults = dict(validation_policy.get("attribute_defaults") or {})
+    skipped.clear()
     for replacement in validation_policy.get("replace") or ():
         target = replacement["target"]
-        if replacement.get("with") == "memoize":
-            _memoize(target)
+        try:
+            if replacement.get("with") == "memoize":
+                _memoize(target)
+                continue
+            owner, attribute = _owner_of(target, replacement.get("only_if_missing", True))
+        except Unreachable as exc:
+            if replacement.get("required"):
+                raise ReplacementError(str(exc)) from None
+            skipped.append(f"{target}: {exc.reason}")  # a revision before or after the target: drift
             continue
-        owner, attribute = _owner_of(target, replacement.get("only_if_missing", True))
         if owner is None:
             continue
         stand_in = _make_stand_in(replacement, fixtures, defaults)
@@ -242,6 +263,9 @@ def _memoize(target: str) -> None:
     field docstrings read from its config classes' source, which every parse_args reads again."""
     owner, attribute = _owner_of(target, only_if_missing=False)
     real = inspect.getattr_static(owner, attribute, None)
+    if real is None:
+        reason = f"AttributeError: {getattr(owner, '__name__', owner)!s} has no attribute {attribute!r}"
+        raise Unreachable(f"replacement target {target!r} cannot be reached: {reason}", reason)
     method = isinstance(owner, type) and isinstance(real, types.FunctionType)
     function = real if method else getattr(owner, attribute, None)
     if not callable(function) or isinstance(real, staticmethod | classmethod):
@@ -281,8 +305,8 @@ def _owner_of(target: str, only_if_missing: bool) -> tuple[Any, str]:
         for parent in parents:
             owner = getattr(owner, parent)
     except Exception as exc:
-        raise ReplacementError(f"replacement target {target!r} cannot be reached: "
-                               f"{type(exc).__name__}: {exc}") from None
+        reason = f"{type(exc).__name__}: {exc}"
+        raise Unreachable(f"replacement target {target!r} cannot be reached: {reason}", reason) from None
     return owner, attribute
 
 
@@ -321,6 +345,7 @@ def _argparse_with_provider(provider_kwarg: str, defaults: dict[str, Any]) -> Ca
     strictly, every other flag is set generically."""
 
     def parse_args(*args: Any, **kwargs: Any) -> argparse.Namespace:
+        ledger.upstream_stood_in = True
         provider = kwargs.get(provider_kwarg)
         if provider is None and args and callable(args[0]):
             provider = args[0]

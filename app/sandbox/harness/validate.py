@@ -96,7 +96,19 @@ class Job:
                                  to_boundary=self.to_boundary)
 
     def _import_entry(self) -> Any:
-        target = self.validation["entry"]
+        """The first of the policy's entries that imports at this revision (an entry may be renamed or
+        moved over a repository's history: `validation.entry` lists the alternatives, newest first)."""
+        entry = self.validation["entry"]
+        alternatives = [entry] if isinstance(entry, str) else list(entry)
+        failures: list[str] = []
+        for target in alternatives:
+            try:
+                return self._import_one(target)
+            except leader.ImportFailure as exc:
+                failures.append(str(exc))
+        raise leader.ImportFailure("; ".join(failures))
+
+    def _import_one(self, target: str) -> Any:
         module_name, _, function = target.partition(":")
         if self.validation.get("hydra") is not None:
             return self._hydra_entry(target)
@@ -167,7 +179,7 @@ class Progress:
 
     def failure(self, suite: dict[str, Any], reason: str) -> None:
         self._send({"suite_id": suite["id"], "events": [], "known_flags": [], "tolerated_flags": [],
-                    "learned": [], "lines_hit": {}, "imported": [],
+                    "learned": [], "lines_hit": {}, "drift": [], "imported": [],
                     "outcome": {"outcome": "error", "exception": None, "message": reason, "path": None,
                                 "line": None}})
 

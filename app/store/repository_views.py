@@ -1,0 +1,136 @@
+"""The dashboard's reads of repositories: each one's default branch, its last health and its dead suites
+(the JSON API), and for the repository page its matrix by script and its acceptance over time."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from app.store.models import DeadSuite, MainHealth, Repository
+from app.store.shapes import DeadSuiteOut, HealthOut, PolicyOut, RepositoryOut
+
+HISTORY = 90  # healths in the acceptance chart
+HEALTH_COLUMNS = (MainHealth.repository_id, MainHealth.sha, MainHealth.at, MainHealth.suites,
+                  MainHealth.accepted, MainHealth.could_analyse, MainHealth.policy)
+
+
+@dataclass(frozen=True)
+class ScriptRow:
+    """One CI script of the default branch's matrix and how its suites ended."""
+
+    script: str
+    suites: int
+    accepted: int
+    rejected: int
+    errors: int
+
+
+@dataclass(frozen=True)
+class RepositoryPage:
+    """What the repository page shows beyond the API's view."""
+
+    view: RepositoryOut
+    repository_id: int
+    reason: str | None  # the last health's sentence
+    capture: dict[str, Any]  # the last health's scripts: considered, captured, partial, failed, disabled
+    scripts: list[ScriptRow]
+    history: list[HealthOut]  # oldest first
+
+
+def list_repositories(session: Session) -> list[RepositoryOut]:
+    """Every repository the App sees (not removed), by name, each with its last health and dead suites."""
+    repositories = list(session.scalars(select(Repository).where(Repository.removed_at.is_(None))
+                                        .order_by(func.lower(Repository.full_name), Repository.id)))
+    ids = [repository.id for repository in repositories]
+    healths = _last_healths(session, ids)
+    dead = _dead_suites(session, ids)
+    return [_view(repository, healths.get(repository.id), dead[repository.id]) for repository in repositories]
+
+
+def repository_view(session: Session, *, repo: str) -> RepositoryOut | None:
+    """The repository GitHub last described as `owner/name` (any case), or None."""
+    repository = _by_name(session, repo)
+    if repository is None:
+        return None
+    return _view(repository, _last_healths(session, [repository.id]).get(repository.id),
+                 _dead_suites(session, [repository.id])[repository.id])
+
+
+def repository_page(session: Session, *, repo: str) -> RepositoryPage | None:
+    repository = _by_name(session, repo)
+    if repository is None:
+        return None
+    last = session.scalars(_healths(repository.id).limit(1)).first()
+    history = session.execute(select(*HEALTH_COLUMNS).where(MainHealth.repository_id == repository.id,
+                                                            MainHealth.probe.is_(False))
+                              .order_by(MainHealth.at.desc(), MainHealth.id.desc()).limit(HISTORY)).all()
+    dead = _dead_suites(session, [repository.id])[repository.id]
+    view = _view(repository, history[0] if history else None, dead)
+    return RepositoryPage(view=view, repository_id=repository.id, reason=last.reason if last else None,
+                          capture=dict(last.scripts) if last else {},
+                          scripts=script_rows(last.outcomes) if last else [],
+                          history=[_health(row) for row in reversed(history)])
+
+
+def script_rows(outcomes: dict[str, Any]) -> list[ScriptRow]:
+    """The matrix by CI script: suites, and how many main accepts, rejects or errors on."""
+    counts: defaultdict[str, dict[str, int]] = defaultdict(lambda: {"accepted": 0, "rejected": 0, "error": 0})
+    for outcome in outcomes.values():
+        counts[str(outcome.get("script", ""))][str(outcome.get("outcome", "error"))] += 1
+    return [ScriptRow(script, sum(c.values()), c["accepted"], c["rejected"], c["error"])
+            for script, c in sorted(counts.items())]
+
+
+def _by_name(session: Session, repo: str) -> Repository | None:
+    return session.scalars(select(Repository).where(func.lower(Repository.full_name) == repo.lower())
+                           .order_by(Repository.updated_at.desc(), Repository.id.desc()).limit(1)).first()
+
+
+def _healths(repository_id: int) -> Any:
+    return (select(MainHealth).where(MainHealth.repository_id == repository_id, MainHealth.probe.is_(False))
+            .order_by(MainHealth.at.desc(), MainHealth.id.desc()))
+
+
+def _last_healths(session: Session, repository_ids: list[int]) -> dict[int, Any]:
+    """Each repository's latest health (columns of the view only: no outcomes), in one query."""
+    if not repository_ids:
+        return {}
+    newest = func.row_number().over(partition_by=MainHealth.repository_id,
+                                    order_by=(MainHealth.at.desc(), MainHealth.id.desc()))
+    ranked = (select(MainHealth.id, newest.label("rank"))
+              .where(MainHealth.repository_id.in_(repository_ids), MainHealth.probe.is_(False)).subquery())
+    rows = session.execute(select(*HEALTH_COLUMNS).join(ranked, ranked.c.id == MainHealth.id)
+                           .where(ranked.c.rank == 1))
+    return {row.repository_id: row for row in rows}
+
+
+def _dead_suites(session: Session, repository_ids: list[int]) -> defaultdict[int, list[DeadSuiteOut]]:
+    found: defaultdict[int, list[DeadSuiteOut]] = defaultdict(list)
+    if not repository_ids:
+        return found
+    rows = session.scalars(select(DeadSuite).where(DeadSuite.repository_id.in_(repository_ids),
+                                                   DeadSuite.healed_sha.is_(None))
+                           .order_by(DeadSuite.opened_at, DeadSuite.id))
+    for dead in rows:
+        found[dead.repository_id].append({"suite": dead.suite, "script": dead.script, "error": dead.error,
+                                          "path": dead.path, "line": dead.line, "since_sha": dead.since_sha,
+                                          "window_id": dead.window_id})
+    return found
+
+
+def _health(row: Any) -> HealthOut:
+    return {"sha": row.sha, "at": row.at, "suites": row.suites, "accepted": row.accepted,
+            "could_analyse": row.could_analyse}
+
+
+def _view(repository: Repository, health: Any, dead: list[DeadSuiteOut]) -> RepositoryOut:
+    policy: PolicyOut | None = None
+    if health is not None and health.policy:
+        policy = {"source": str(health.policy.get("source")), "path": health.policy.get("path"),
+                  "repository": str(health.policy.get("repository") or repository.full_name)}
+    return {"repo": repository.full_name, "default_branch": repository.default_branch, "policy": policy,
+            "last_health": _health(health) if health is not None else None, "dead_suites": dead}

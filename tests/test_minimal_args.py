@@ -1,0 +1,200 @@
+"""Why a suite breaks: the smallest set of its arguments the head still rejects at the finding's line.
+
+The search on its own (pure, against validators written as Python predicates), then the real thing: the
+example's check in the sandbox names `--colocate --disable-weights-backuper --lora-rank 16`, in every
+form of the report."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import pytest
+from needs import working_sandbox
+
+from app.analysis.core.model import Finding, MinimalArgs, Outcome, Suite, SuiteResult
+from app.analysis.verdict.minimal import FlagSearch, contains, split_arguments
+from app.analysis.verdict.report import CheckReport
+from app.analysis.verdict.workflow_commands import annotation
+from app.engine.minimal_args import explain_rejections
+from app.triage.pr_report import check_output, comment_markdown
+
+PROJECT = Path(__file__).resolve().parents[1]
+EXAMPLE = PROJECT / "examples" / "incident"
+
+
+@pytest.mark.parametrize(("argv", "units"), [
+    (["--a", "1", "--b", "--c", "x", "y"], [("--a", "1"), ("--b",), ("--c", "x", "y")]),
+    (["train", "--lr", "-0.5", "--shift", "-1", "-v"], [("train",), ("--lr", "-0.5"), ("--shift", "-1"),
+                                                        ("-v",)]),
+    (["--input", "-", "--x=3"], [("--input", "-"), ("--x=3",)]),
+    ([], []),
+])
+def test_arguments_are_options_with_their_values(argv: list[str], units: list[tuple[str, ...]]) -> None:
+    assert split_arguments(argv) == units
+
+
+def test_a_suite_passes_a_set_when_it_passes_each_of_its_options_whatever_the_values() -> None:
+    assert contains(["--a", "1", "--b"], [("--b",), ("--a", "1")])
+    assert contains(["--a=2", "--b"], [("--a", "1")])  # a rank of 32 here, 16 there: the same option
+    assert not contains(["--a", "2"], [("--a", "1"), ("--b",)])
+
+
+def search(count: int, rejected: Callable[[set[int]], bool], rounds: int = 20) -> FlagSearch:
+    flags = FlagSearch(count)
+    while not flags.done and flags.rounds < rounds:
+        flags.observe({candidate: rejected(set(candidate)) for candidate in flags.candidates()})
+    return flags
+
+
+def test_two_arguments_needed_together_are_found_in_two_rounds() -> None:
+    found = search(10, lambda kept: {2, 5} <= kept)
+    assert (found.best, found.complete, found.rounds) == ((2, 5), True, 2)
+
+
+def test_two_arguments_that_stand_for_each_other_then_one_of_them_is_added() -> None:
+    """`--colocate` turns offload on, which `--offload-train` asks for too: neither is needed alone."""
+    found = search(6, lambda kept: 3 in kept and bool(kept & {1, 4}))
+    assert (found.best, found.complete) == ((1, 3), True)
+
+
+def test_a_suite_whose_every_argument_is_needed_is_minimal_itself() -> None:
+    found = search(3, lambda kept: kept == {0, 1, 2})
+    assert (found.best, found.complete, found.rounds) == ((0, 1, 2), True, 1)
+
+
+def test_no_argument_needed_is_the_empty_set() -> None:
+    found = search(4, lambda kept: True)
+    assert (found.best, found.complete) == ((), True)
+
+
+def test_arguments_needed_only_beside_others_are_left_out_together() -> None:
+    """6 is needed while 3 is there (3 without 6 fails elsewhere), 7 while 4 is: once 3 and 4 are gone,
+    both are spare, and one round leaves both out."""
+    def rejected(kept: set[int]) -> bool:
+        return {2, 5} <= kept and not (3 in kept and 6 not in kept) and not (4 in kept and 7 not in kept)
+
+    found = search(9, rejected)
+    assert (found.best, found.complete, found.rounds) == ((2, 5), True, 3)
+
+
+def test_leaving_out_every_spare_one_at_once_can_go_too_far_then_one_at_a_time() -> None:
+    """1 and 2 stand for each other, but each is needed beside an argument (3, 4) that the first round
+    keeps: once those are gone, each alone is spare, both together are not."""
+    def rejected(kept: set[int]) -> bool:
+        return 0 in kept and bool(kept & {1, 2}) and not (1 not in kept and 3 in kept) \
+            and not (2 not in kept and 4 in kept)
+
+    found = search(5, rejected)
+    assert (found.best, found.complete, found.rounds) == ((0, 2), True, 4)
+
+
+def test_a_focus_rejected_alone_spares_trying_the_other_arguments() -> None:
+    flags = FlagSearch(8, focus=(1, 3, 5))
+    assert flags.candidates() == [(1, 3, 5), *(tuple(i for i in range(8) if i != j) for j in (1, 3, 5))]
+    while not flags.done:
+        flags.observe({c: {3, 5} <= set(c) for c in flags.candidates()})
+    assert (flags.best, flags.complete, flags.rounds) == ((3, 5), True, 2)
+
+
+def test_a_focus_that_is_not_enough_then_the_others_are_tried() -> None:
+    found = FlagSearch(6, focus=(0, 1))
+    while not found.done:
+        found.observe({c: {1, 4} <= set(c) for c in found.candidates()})
+    assert (found.best, found.complete, found.rounds) == ((1, 4), True, 3)
+
+
+def test_what_a_single_addition_cannot_find_is_cut_short_with_the_best_seen() -> None:
+    found = search(6, lambda kept: 0 in kept and ({1, 2} <= kept or {3, 4} <= kept))
+    assert not found.complete and found.done
+    assert len(found.best) == 5 and 0 in found.best
+
+
+# The search against a validator, as the engine runs it
+
+ARGV = ("--num-gpus", "8", "--colocate", "--disable-weights-backuper", "--lora-rank", "16", "--lr", "1e-5")
+LINE = 21
+
+
+def validator(calls: list[int]) -> Callable[[list[Suite]], Mapping[str, SuiteResult]]:
+    """The example's head in Python: LoRA, offload (which --colocate turns on) and no weights backuper are
+    rejected at line 21; no --num-gpus at line 17."""
+    def validate(batch: list[Suite]) -> Mapping[str, SuiteResult]:
+        calls.append(len(batch))
+        results = {}
+        for suite in batch:
+            words = set(suite.argv)
+            if "--num-gpus" not in words:
+                outcome = Outcome("rejected", "AssertionError", "--num-gpus", "arguments.py", 17)
+            elif {"--lora-rank", "--colocate", "--disable-weights-backuper"} <= words:
+                outcome = Outcome("rejected", "AssertionError", "LoRA", "arguments.py", LINE)
+            else:
+                outcome = Outcome("accepted")
+            results[suite.id] = SuiteResult(suite.id, outcome)
+        return results
+
+    return validate
+
+
+def finding(*suites: str) -> Finding:
+    return Finding("new_rejection", "blocking", "AssertionError: LoRA", scripts=("ci/e2e.py",),
+                   suites=suites, path="arguments.py", line=LINE, in_diff=True)
+
+
+def test_each_blocking_rejection_gets_the_arguments_it_needs_from_its_shortest_suite() -> None:
+    short = Suite("ci/e2e.py#1", "ci/e2e.py", ARGV)
+    long = Suite("ci/e2e.py#2", "ci/e2e.py", (*ARGV, "--seed", "3"))
+    head = {s.id: SuiteResult(s.id, Outcome("rejected", "AssertionError", "LoRA", "arguments.py", LINE))
+            for s in (short, long)}
+    calls: list[int] = []
+    [explained] = explain_rejections([finding(long.id, short.id)], [short, long], head, validator(calls))
+    assert explained.minimal_args == MinimalArgs(
+        args=("--num-gpus", "8", "--colocate", "--disable-weights-backuper", "--lora-rank", "16"), count=4,
+        of=5, suite=short.id, complete=True, every_suite_passes=True)
+    assert calls == [5, 5]  # a round per batch: each argument left out, then the needed ones alone and less
+
+
+def test_the_bound_cuts_the_search_short_and_says_so() -> None:
+    short = Suite("ci/e2e.py#1", "ci/e2e.py", ARGV)
+    head = {short.id: SuiteResult(short.id, Outcome("rejected", "AssertionError", "LoRA", "arguments.py",
+                                                    LINE))}
+    [explained] = explain_rejections([finding(short.id)], [short], head, validator([]), rounds=1)
+    assert explained.minimal_args is not None and not explained.minimal_args.complete
+
+
+def test_warnings_and_rejections_elsewhere_are_left_as_they_are() -> None:
+    suite = Suite("ci/e2e.py#1", "ci/e2e.py", ARGV)
+    head = {suite.id: SuiteResult(suite.id, Outcome("rejected", "AssertionError", "x", "arguments.py", 99))}
+    warning = Finding("new_rejection", "warning", "x", suites=(suite.id,), path="arguments.py", line=LINE)
+    elsewhere = finding(suite.id)  # the head rejects this suite at line 99, not 21: record mode found it
+    calls: list[int] = []
+    assert explain_rejections([warning, elsewhere], [suite], head, validator(calls)) == [warning, elsewhere]
+    assert calls == []
+
+
+# The real check, in the sandbox
+
+
+def test_the_example_check_names_the_three_arguments_the_new_assert_rejects(tmp_path: Path) -> None:
+    working_sandbox()
+    done = subprocess.run([sys.executable, "-m", "app.cli", "check", "--base-tree", str(EXAMPLE / "base"),
+                           "--head-tree", str(EXAMPLE / "head"), "--policy", str(EXAMPLE / "policy.yml"),
+                           "--format", "json", "--cache-dir", str(tmp_path / "cache")], cwd=PROJECT,
+                          capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 1, done.stderr
+    report = json.loads(done.stdout)
+    [blocking] = [f for f in report["findings"] if f["severity"] == "blocking"]
+    assert blocking["minimal_args"] == {
+        "args": ["--colocate", "--disable-weights-backuper", "--lora-rank", "16"], "count": 3, "of": 4,
+        "suite": "ci/test_e2e.py#2", "complete": True, "every_suite_passes": True}
+    assert report["timing"]["minimize_s"] > 0
+    explained = Finding.from_json(blocking)
+    said = "`--colocate --disable-weights-backuper --lora-rank 16`, 3 of 4 arguments; every listed suite"
+    comment = comment_markdown(CheckReport(None, None, validation_changed=True, findings=(explained,)))
+    assert f"Rejected because of {said} passes these." in comment
+    [spec] = check_output(CheckReport(None, None, validation_changed=True, findings=(explained,))).annotations
+    assert f"rejected because of {said} passes these" in spec.message
+    assert f"rejected because of {said} passes these" in annotation(explained)
