@@ -23,7 +23,7 @@ from app.engine.minimal_args import explain_rejections, head_validator
 from app.engine.suite_validation import trace_lines, validate_revision
 from app.sandbox.interpreter import Interpreter
 from app.sandbox.runner import SandboxUnavailable, sandbox_problem
-from app.trees.treehash import fingerprints
+from app.trees.treehash import fingerprints, tree_digest
 
 Progress = Callable[[str, int, int, str], None]  # (step, done, total, what)
 MAX_TEXT_BYTES = 2 * 1024 * 1024  # a bigger file is diffed as binary: generated data, not validation code
@@ -56,20 +56,33 @@ def run_check(base_tree: Path, head_tree: Path, policy: Policy, *, base_sha: str
     `repository` (owner/name, or a local path) scopes the cached matrices: no repository reuses another's.
     """
     started = time.monotonic()
-    diff, head_sources = compare_trees(base_tree, head_tree)
+    base_prints = fingerprints(base_tree)
+    diff, head_sources = compare_trees(base_tree, head_tree, base_prints=base_prints)
     changed = tuple(diff.changed_paths)
-    if not policy.touches_validation(list(changed)):
+    learned_key = validation_cache.learned_key(tree_digest(base_prints), policy)
+    learned = validation_cache.lookup_learned(cache_dir, learned_key)
+    because = analysed_because(policy, changed, learned)
+    if because is None:
         return CheckReport(base_sha, head_sha, validation_changed=False, changed_paths=changed,
-                           timing=Timing(total_s=time.monotonic() - started))
+                           timing=Timing(total_s=time.monotonic() - started), learned_paths=learned)
     require_sandbox(allow_unsandboxed)
     # the base's policy, so the base's requirement files: the head never chooses what is installed
     interpreter = analysis_environment(policy, base_tree, cache_dir, progress)
     try:
         matrix, cached, capture_s = _capture(head_tree, policy, cache_dir, allow_unsandboxed, progress,
                                              repository, interpreter)
-        trace = trace_lines(diff, policy, head_sources)
+        base = None
+        if learned is None:  # learn first: the change may touch nothing the validation imports
+            base, learned = _learn(base_tree, policy, matrix.suites, progress, cache_dir, interpreter,
+                                   allow_unsandboxed, learned_key)
+            because = analysed_because(policy, changed, learned)
+            if because is None:
+                return CheckReport(base_sha, head_sha, validation_changed=False, changed_paths=changed,
+                                   timing=Timing(capture_s=capture_s, base_s=base.seconds,
+                                                 total_s=time.monotonic() - started), learned_paths=learned)
+        trace = trace_lines(diff, policy, head_sources, learned=learned or frozenset())
         base, head = _validate_both(base_tree, head_tree, policy, matrix.suites, trace, allow_unsandboxed,
-                                    progress, cache_dir, interpreter)
+                                    progress, cache_dir, interpreter, base)
     except SandboxUnavailable as exc:
         raise AnalysisError(f"{exc}; {SANDBOX_HINT}") from None
     except PermissionError as exc:  # a tree the sandbox's unprivileged uid cannot read
@@ -87,7 +100,43 @@ def run_check(base_tree: Path, head_tree: Path, policy: Policy, *, base_sha: str
     return CheckReport(base_sha, head_sha, validation_changed=True, changed_paths=changed, matrix=matrix,
                        base=base.results, head=head.results, findings=tuple(findings), capture_cached=cached,
                        base_cached=base.cached, sandboxed=base.sandboxed and head.sandboxed, timing=timing,
-                       health=health)
+                       health=health, analysed_because=because,
+                       learned_paths=validation_cache.learned_from(base.results) or learned)
+
+
+def _learn(base_tree: Path, policy: Policy, suites: tuple[Suite, ...], progress: Progress | None,
+           cache_dir: Path, interpreter: Interpreter, allow_unsandboxed: bool,
+           learned_key: str) -> tuple[_Validated, frozenset[str] | None]:
+    """The base validated (alone, before the head), and the modules its validation imported, kept for
+    the next check at this base."""
+    base = _validate_base(base_tree, policy, suites, progress, cache_dir, interpreter, allow_unsandboxed)
+    learned = validation_cache.learned_from(base.results)
+    if learned is not None:
+        validation_cache.store_learned(cache_dir, learned_key, learned, sandboxed=base.sandboxed)
+    return base, learned
+
+
+def analysed_because(policy: Policy, changed: tuple[str, ...], learned: frozenset[str] | None) -> str | None:
+    """Why the change is analysed, None when it touches no validation code.
+
+    Validation code is what `validation.paths` names, and the repository modules the validation imported
+    at the base (LEARNED; None when nothing was learned yet at this base). Only Python modules are ever
+    learned, so a change to no `.py` file outside the listed paths is decided without learning.
+    """
+    listed = [path for path in changed if policy.touches_validation([path])]
+    if listed:
+        return f"touches {_named(listed)}, a validation path"
+    if learned is None:
+        modules = [path for path in changed if path.endswith(".py")]
+        return f"touches {_named(modules)}; what validation imports at this base is not known yet" \
+            if modules else None
+    imported = [path for path in changed if path in learned]
+    return f"touches {_named(imported)}, imported by validation at the base" if imported else None
+
+
+def _named(paths: list[str]) -> str:
+    more = len(paths) - 1
+    return paths[0] + (f" and {more} more" if more else "")
 
 
 def run_doctor(tree: Path, policy: Policy, *, cache_dir: Path, allow_unsandboxed: bool,
@@ -199,30 +248,41 @@ def _step(progress: Progress | None, step: str) -> Callable[[int, int, str], Non
 
 def _validate_both(base_tree: Path, head_tree: Path, policy: Policy, suites: tuple[Suite, ...],
                    trace: dict[str, list[int]], allow_unsandboxed: bool, progress: Progress | None,
-                   cache_dir: Path, interpreter: Interpreter) -> tuple[_Validated, _Validated]:
+                   cache_dir: Path, interpreter: Interpreter,
+                   base: _Validated | None = None) -> tuple[_Validated, _Validated]:
     """Both revisions at once, each in its own sandbox; only the head is traced (its lines changed). The
-    base's results of an earlier check of the same job are reused (validation_cache)."""
-    def validate(tree: Path, step: str, traced: dict[str, list[int]]) -> _Validated:
-        started = time.monotonic()
-        results, sandboxed = validate_revision(tree, policy, suites, trace=traced,
-                                               allow_unsandboxed=allow_unsandboxed,
-                                               on_progress=_step(progress, step), interpreter=interpreter)
-        return _Validated(results, sandboxed, time.monotonic() - started)
-
-    def validate_base() -> _Validated:
-        started = time.monotonic()
-        key = validation_cache.validation_key(base_tree, policy, suites, interpreter)
-        cached = validation_cache.lookup(cache_dir, key, suites)
-        if cached is not None:
-            return _Validated(cached, True, time.monotonic() - started, cached=True)
-        validated = validate(base_tree, "base", {})
-        validation_cache.store(cache_dir, key, validated.results, sandboxed=validated.sandboxed)
-        return validated
-
+    base's results of an earlier check of the same job are reused (validation_cache), as is BASE when the
+    base was validated already in this check."""
+    if base is not None:
+        return base, _validate(head_tree, policy, suites, trace, "head", progress, interpreter,
+                               allow_unsandboxed)
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="prtriage-validate") as pool:
-        base = pool.submit(validate_base)
-        head = pool.submit(validate, head_tree, "head", trace)
-        return base.result(), head.result()
+        at_base = pool.submit(_validate_base, base_tree, policy, suites, progress, cache_dir, interpreter,
+                              allow_unsandboxed)
+        at_head = pool.submit(_validate, head_tree, policy, suites, trace, "head", progress, interpreter,
+                              allow_unsandboxed)
+        return at_base.result(), at_head.result()
+
+
+def _validate(tree: Path, policy: Policy, suites: tuple[Suite, ...], traced: dict[str, list[int]], step: str,
+              progress: Progress | None, interpreter: Interpreter, allow_unsandboxed: bool) -> _Validated:
+    started = time.monotonic()
+    results, sandboxed = validate_revision(tree, policy, suites, trace=traced,
+                                           allow_unsandboxed=allow_unsandboxed,
+                                           on_progress=_step(progress, step), interpreter=interpreter)
+    return _Validated(results, sandboxed, time.monotonic() - started)
+
+
+def _validate_base(base_tree: Path, policy: Policy, suites: tuple[Suite, ...], progress: Progress | None,
+                   cache_dir: Path, interpreter: Interpreter, allow_unsandboxed: bool) -> _Validated:
+    started = time.monotonic()
+    key = validation_cache.validation_key(base_tree, policy, suites, interpreter)
+    cached = validation_cache.lookup(cache_dir, key, suites)
+    if cached is not None:
+        return _Validated(cached, True, time.monotonic() - started, cached=True)
+    validated = _validate(base_tree, policy, suites, {}, "base", progress, interpreter, allow_unsandboxed)
+    validation_cache.store(cache_dir, key, validated.results, sandboxed=validated.sandboxed)
+    return validated
 
 
 def require_loadable(matrix: Matrix, base: dict[str, SuiteResult], head: dict[str, SuiteResult]) -> None:
@@ -236,12 +296,15 @@ def require_loadable(matrix: Matrix, base: dict[str, SuiteResult], head: dict[st
     raise AnalysisError(f"the validation code could not run at {where}: " + " | ".join(reasons[:3]))
 
 
-def compare_trees(base_tree: Path, head_tree: Path) -> tuple[TreeDiff, dict[str, str]]:
+def compare_trees(base_tree: Path, head_tree: Path, *,
+                  base_prints: dict[str, str] | None = None) -> tuple[TreeDiff, dict[str, str]]:
     """The diff of two trees, and the head text of each changed text file.
 
-    Files are compared by hash first; only those whose bytes differ are read as text.
+    Files are compared by hash first (BASE_PRINTS: the base's, when the caller has them already); only those
+    whose bytes differ are read as text.
     """
-    base_prints, head_prints = fingerprints(base_tree), fingerprints(head_tree)
+    base_prints = fingerprints(base_tree) if base_prints is None else base_prints
+    head_prints = fingerprints(head_tree)
     every = base_prints.keys() | head_prints.keys()
     differing = {p for p in every if base_prints.get(p) != head_prints.get(p)}
     base_texts = {p: _text(base_tree / p) for p in differing if p in base_prints}

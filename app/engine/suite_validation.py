@@ -85,8 +85,10 @@ def _parse_suite(message: dict[str, Any]) -> SuiteResult | None:
         return None
 
 
-def trace_lines(diff: TreeDiff, policy: Policy, head_sources: Mapping[str, str]) -> dict[str, list[int]]:
-    """The changed statements of validation code that a suite can run, by their first head line.
+def trace_lines(diff: TreeDiff, policy: Policy, head_sources: Mapping[str, str], *,
+                learned: frozenset[str] = frozenset()) -> dict[str, list[int]]:
+    """The changed statements of validation code that a suite can run, by their first head line; validation
+    code is what `validation.paths` names and the modules validation imported at the base (LEARNED).
 
     Blank lines, comments, docstrings and module-level code (it runs once, at import) are never reported
     as hit by a suite, so they are not traced: they would all look unexercised.
@@ -95,7 +97,7 @@ def trace_lines(diff: TreeDiff, policy: Policy, head_sources: Mapping[str, str])
     for path in diff.changed_paths:
         source = head_sources.get(path)
         if source is None or not path.endswith(".py") \
-                or not any(path_matches(path, g) for g in policy.validation.path_globs):
+                or not (path in learned or any(path_matches(path, g) for g in policy.validation.path_globs)):
             continue
         owners = statement_starts(source, path)
         changed = diff.changed_lines(path)

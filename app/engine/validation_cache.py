@@ -9,6 +9,10 @@ validation would be the same job: a pull request's suites are part of the key, s
 another's entry with suites of its own. The head is never cached (its lines are traced, and it is what
 changes).
 
+Beside the results, the repository modules the base's validation imported (the validation paths learned
+at that base) are kept under a key of the tree, the policy and the harness alone: a later check reads
+them before it knows its suites, to decide whether a change touches validation code at all.
+
 Only a run that was sandboxed and gave every suite an answer (accepted or rejected) is kept: an `error`
 (a time limit on a loaded machine, a sandbox that died) is not carried into the next check.
 """
@@ -23,7 +27,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from app.analysis.core.model import Suite, SuiteResult
+from app.analysis.core.model import MAX_LEARNED, Suite, SuiteResult, checked_imports
 from app.analysis.core.policy import Policy
 from app.sandbox.interpreter import Interpreter
 from app.trees.treehash import fingerprints, tree_digest
@@ -68,19 +72,62 @@ def store(cache_dir: Path, key: str, results: dict[str, SuiteResult], *, sandbox
     """Keep RESULTS under KEY when they are worth keeping; whether they were stored."""
     if not sandboxed or any(r.outcome.outcome == "error" for r in results.values()):
         return False
-    directory = cache_dir / "validation"
+    return _write(cache_dir / "validation", _path(cache_dir, key),
+                  {"key": key, "results": [r.to_json() for r in results.values()]})
+
+
+def _write(directory: Path, path: Path, entry: dict[str, object]) -> bool:
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        text = json.dumps({"key": key, "results": [r.to_json() for r in results.values()]})
         with tempfile.NamedTemporaryFile("w", dir=directory, prefix=".tmp-", suffix=".json",
                                          delete=False, encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(handle.name, _path(cache_dir, key))
+            handle.write(json.dumps(entry))
+        os.replace(handle.name, path)
         _trim(directory)
     except OSError as exc:  # a cache that cannot be written only costs time
         log.warning("could not store the base's validation in %s: %s", directory, exc)
         return False
     return True
+
+
+def learned_key(base_digest: str, policy: Policy) -> str:
+    """What decides which modules the base's validation imports, hashed (without the suites: the
+    decision is taken before they are captured); BASE_DIGEST is the base tree's `tree_digest`."""
+    document = {"tree": base_digest, "harness": _harness_digest(),
+                "policy": policy.model_dump(mode="json", by_alias=True)}
+    return hashlib.sha256(json.dumps(document, sort_keys=True).encode()).hexdigest()
+
+
+def lookup_learned(cache_dir: Path, key: str) -> frozenset[str] | None:
+    """The modules the validation imported at the base stored under KEY; None when none were learned."""
+    try:
+        entry = json.loads(_learned_path(cache_dir, key).read_text(encoding="utf-8"))
+        if entry.get("key") != key:
+            return None
+        return frozenset(checked_imports(entry["imported"], MAX_LEARNED))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def store_learned(cache_dir: Path, key: str, paths: frozenset[str], *, sandboxed: bool) -> bool:
+    """Keep the learned PATHS of a sandboxed run under KEY; whether they were stored."""
+    if not sandboxed:
+        return False
+    return _write(cache_dir / "learned", _learned_path(cache_dir, key),
+                  {"key": key, "imported": sorted(paths)})
+
+
+def learned_from(results: dict[str, SuiteResult]) -> frozenset[str] | None:
+    """Every module some suite's validation imported; None when no suite got an answer (an error tells
+    nothing of what validation would import) or when there are more than MAX_LEARNED (a set cut short would
+    call a change to the rest untouched)."""
+    answered = [r for r in results.values() if r.outcome.outcome != "error"]
+    learned = frozenset(path for result in answered for path in result.imported)
+    return learned if answered and len(learned) <= MAX_LEARNED else None
+
+
+def _learned_path(cache_dir: Path, key: str) -> Path:
+    return cache_dir / "learned" / f"{key[:32]}.json"
 
 
 def _path(cache_dir: Path, key: str) -> Path:

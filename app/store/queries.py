@@ -9,6 +9,7 @@ from __future__ import annotations
 from app.store.cursor import InvalidCursor
 from app.store.dashboard_sessions import dashboard_session_live, end_dashboard_session, open_dashboard_session
 from app.store.deliveries import get_delivery, mark_delivery, record_delivery, record_new_deliveries
+from app.store.learned import last_validation_imports
 from app.store.repos import (
     get_pull_request,
     has_installation,
@@ -71,6 +72,7 @@ __all__ = [
     "has_installation",
     "identity_conflicts",
     "is_current",
+    "last_validation_imports",
     "latest_run",
     "list_repositories",
     "list_runs",

@@ -18,11 +18,11 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from app.analysis.core.model import Finding
+from app.analysis.core.model import MAX_LEARNED, Finding, checked_imports
 from app.analysis.core.policy import Policy, PolicyError
 from app.analysis.verdict.render import report_json
 from app.analysis.verdict.report import CheckReport
-from app.engine.check_steps import AnalysisError, Progress, run_check
+from app.engine.check_steps import AnalysisError, Progress, analysed_because, run_check
 from app.github import (
     Annotation,
     GitHubClient,
@@ -46,6 +46,7 @@ from app.store.queries import (
     get_run,
     has_installation,
     is_current,
+    last_validation_imports,
     latest_run,
     mark_delivery,
     mark_repository_removed,
@@ -463,15 +464,31 @@ def _validation_report(services: Services, client: GitHubClient, target: RunTarg
                        policy: Policy, progress: Progress | None) -> CheckReport:
     files = client.list_files(target.owner, target.repo, target.number)
     listed_all = len(files) >= pull.changed_files  # GitHub lists at most 3000 files
-    if listed_all and pull.head_sha == target.head_sha and not policy.touches_validation(files):
-        return CheckReport(target.base_sha, target.head_sha, validation_changed=False,
-                           changed_paths=tuple(files))
+    if listed_all and pull.head_sha == target.head_sha:
+        learned = learned_at_base(services, target)
+        if analysed_because(policy, tuple(files), learned) is None:
+            return CheckReport(target.base_sha, target.head_sha, validation_changed=False,
+                               changed_paths=tuple(files), learned_paths=learned)
     base_sha = compared_base(client, target)
     base_tree = download_tree(client, target.owner, target.repo, base_sha, services.trees_dir)
     head_tree = download_tree(client, target.owner, target.repo, target.head_sha, services.trees_dir)
     return run_check(base_tree, head_tree, policy, base_sha=base_sha, head_sha=target.head_sha,
                      cache_dir=services.settings.cache_dir, allow_unsandboxed=False,
                      repository=f"{target.owner}/{target.repo}", progress=progress)
+
+
+def learned_at_base(services: Services, target: RunTarget) -> frozenset[str] | None:
+    """The modules validation imported at the last analysis of the pull request's base branch (None when
+    no analysis stored them): the fast path decides from them without downloading the head."""
+    with session_scope(services.sessions, read_only=True) as session:
+        stored = last_validation_imports(session, pr_id=target.pr_id)
+    if stored is None:
+        return None
+    try:
+        return frozenset(checked_imports(stored, MAX_LEARNED))
+    except ValueError as exc:
+        log.warning("run %d: the stored validation imports are not believed: %s", target.run_id, exc)
+        return None
 
 
 def compared_base(client: GitHubClient, target: RunTarget) -> str:

@@ -211,7 +211,8 @@ def _facts(report: CheckReport, *, timing: bool) -> str:
                f"validation code: nothing was replayed.{policy}</sub>"
     matrix = report.matrix
     took = f"; {report.timing.total_s:.1f} s" if timing else ""
-    return (f"<sub>{head}; {_plural(len(matrix.suites), 'suite')} from {matrix.captured} of "
+    why = f"analysed: the change {inert(report.analysed_because)}<br>" if report.analysed_because else ""
+    return (f"<sub>{why}{head}; {_plural(len(matrix.suites), 'suite')} from {matrix.captured} of "
             f"{_plural(matrix.scripts, 'CI script')} ({len(matrix.failed)} failed); "
             f"{_counts(report, 'base')}; {_counts(report, 'head')}{took}<br>"
             f"{inert(health_line(report.health), 2000)}{policy}</sub>")

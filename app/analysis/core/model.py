@@ -12,6 +12,9 @@ from typing import Any, Literal
 OutcomeKind = Literal["accepted", "rejected", "error"]
 Severity = Literal["blocking", "warning", "info"]
 SEVERITY_ORDER: dict[str, int] = {"blocking": 0, "warning": 1, "info": 2}
+MAX_IMPORTED = 2000  # repository modules one suite's validation may report (harness/imported.py)
+MAX_IMPORTED_PATH = 300
+MAX_LEARNED = 20000  # the union over a revision's suites; beyond it nothing is learned: all is analysed
 
 
 @dataclass(frozen=True)
@@ -128,13 +131,15 @@ class SuiteResult:
     tolerated_flags: tuple[str, ...] = ()  # passed, defined by no repository parser, set generically
     learned: tuple[LearnedAttribute, ...] = ()
     lines_hit: dict[str, tuple[int, ...]] = field(default_factory=dict)  # traced changed lines that ran
+    imported: tuple[str, ...] = ()  # repository modules the validation imported (repo-relative, sorted)
     drift: tuple[str, ...] = ()  # replacement targets this revision lacks, skipped ("target: why")
 
     def to_json(self) -> dict[str, Any]:
         return {"suite_id": self.suite_id, "outcome": self.outcome.to_json(),
                 "events": [e.to_json() for e in self.events], "known_flags": list(self.known_flags),
                 "tolerated_flags": list(self.tolerated_flags), "learned": [asdict(a) for a in self.learned],
-                "lines_hit": {p: list(ls) for p, ls in self.lines_hit.items()}, "drift": list(self.drift)}
+                "lines_hit": {p: list(ls) for p, ls in self.lines_hit.items()}, "drift": list(self.drift),
+                "imported": list(self.imported)}
 
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> SuiteResult:
@@ -144,7 +149,21 @@ class SuiteResult:
                    tolerated_flags=tuple(raw.get("tolerated_flags", ())),
                    learned=tuple(LearnedAttribute(**a) for a in raw.get("learned", ())),
                    lines_hit={p: tuple(ls) for p, ls in raw.get("lines_hit", {}).items()},
-                   drift=tuple(str(d) for d in raw.get("drift", ())))
+                   drift=tuple(str(d) for d in raw.get("drift", ())),
+                   imported=checked_imports(raw.get("imported", ())))
+
+
+def checked_imports(raw: Any, limit: int = MAX_IMPORTED) -> tuple[str, ...]:
+    """The harness's list of imported repository modules, believed only when it has the shape the harness
+    sends (at most LIMIT repo-relative `.py` paths, none leaving the repository): the list decides
+    which later pull requests are analysed, so a malformed one is refused whole."""
+    if not isinstance(raw, (list, tuple)) or len(raw) > limit:
+        raise ValueError(f"imported: not a list of at most {limit} paths")
+    for path in raw:
+        if not (isinstance(path, str) and 0 < len(path) <= MAX_IMPORTED_PATH and path.endswith(".py")
+                and not path.startswith("/") and ".." not in path.split("/") and "\0" not in path):
+            raise ValueError(f"imported: not a repo-relative module path: {str(path)[:100]!r}")
+    return tuple(sorted(set(raw)))
 
 
 FindingKind = Literal["new_rejection", "removed_flag", "newly_tolerated_flag", "fixed", "capture_failed",

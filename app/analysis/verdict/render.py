@@ -53,6 +53,8 @@ def report_json(report: CheckReport) -> dict[str, Any]:
                    "base_cached": report.base_cached},
         "changed_paths": list(report.changed_paths),
         "policy": report.policy.to_json() if report.policy is not None else None,
+        "analysed_because": report.analysed_because,
+        "validation_imports": sorted(report.learned_paths) if report.learned_paths is not None else None,
         **blind_error(report),
     }
 
@@ -112,7 +114,9 @@ def _summary_lines(report: CheckReport) -> list[str]:
                 *policy_line(report)]
     timing = report.timing
     counts = report.outcome_counts("head")  # the base's counts are in the health line
-    lines = [f"head: {counts['accepted']} accepted, {counts['rejected']} rejected, {counts['error']} error"]
+    lines = [f"analysed: the change {report.analysed_because}"] if report.analysed_because else []
+    lines.append(f"head: {counts['accepted']} accepted, {counts['rejected']} rejected, "
+                 f"{counts['error']} error")
     if report.errored_at_both:
         lines.append(f"{_plural(report.errored_at_both, 'suite')} errored at both revisions (not judged)")
     cached = " (matrix from cache)" if report.capture_cached else ""

@@ -43,6 +43,8 @@ class CheckReport:
     timing: Timing = Timing()
     health: Health | None = None  # None on the fast path: nothing was replayed, nothing to see
     policy: PolicyOrigin | None = None  # which policy judged, and why that one
+    analysed_because: str | None = None  # which validation code the change touches (None on the fast path)
+    learned_paths: frozenset[str] | None = None  # modules validation imported at the base; None: not known
 
     @property
     def could_analyse(self) -> bool:

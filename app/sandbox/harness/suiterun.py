@@ -23,11 +23,12 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # inside the sandbox the harness directory is on sys.path, siblings are top-level modules
-    from app.sandbox.harness import boundary, common, fsfakes, linewatch, record, tolerant
+    from app.sandbox.harness import boundary, common, fsfakes, imported, linewatch, record, tolerant
 else:
     import boundary
     import common
     import fsfakes
+    import imported
     import linewatch
     import record
     import tolerant
@@ -82,7 +83,8 @@ def run_suite(revision: Revision, suite: dict[str, Any]) -> dict[str, Any]:
     return {"suite_id": suite["id"], "token": suite.get("token"), "outcome": outcome, "events": events,
             "known_flags": tolerant.ledger.known_flags(suite["argv"]),
             "tolerated_flags": list(tolerant.ledger.tolerated_flags), "learned": learned,
-            "lines_hit": lines_hit, "drift": list(tolerant.skipped)}
+            "lines_hit": lines_hit, "drift": list(tolerant.skipped),
+            "imported": imported.repo_modules(revision.repo)}
 
 
 def outcome_mode(revision: Revision, suite: dict[str, Any]) -> dict[str, Any]:

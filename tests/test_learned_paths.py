@@ -1,0 +1,114 @@
+"""Validation paths learned, not listed: the modules the base's validation imports are validation code too.
+
+A twin of the slime case: the validation calls a helper module that `validation.paths` does not name; a
+regression there used to come out "untouched", with nothing run.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from twin.imported_helper import NEW_ASSERT, build_tree, policy_text
+
+from app.analysis.core.model import MAX_IMPORTED, MAX_LEARNED, Outcome, SuiteResult, checked_imports
+from app.analysis.core.policy import Policy, parse_policy
+from app.analysis.verdict.render import render
+from app.analysis.verdict.report import CheckReport
+from app.engine import validation_cache
+from app.engine.check_steps import run_check
+
+
+def policy(paths: list[str]) -> Policy:
+    return parse_policy(policy_text(paths), "learned-policy.yml")
+
+
+def tree(root: Path, changes: dict[str, str] | None = None) -> Path:
+    return build_tree(root, changes)
+
+
+def check(base: Path, head: Path, cache: Path, paths: list[str]) -> CheckReport:
+    return run_check(base, head, policy(paths), base_sha=None, head_sha=None, cache_dir=cache,
+                     allow_unsandboxed=False)
+
+
+@pytest.mark.parametrize("paths", [["arguments.py"], []], ids=["listed-elsewhere", "no-paths"])
+def test_an_assert_added_in_an_imported_helper_is_a_new_rejection(tmp_path: Path, paths: list[str]) -> None:
+    base = tree(tmp_path / "base")
+    head = tree(tmp_path / "head", {"helpers/checks.py": NEW_ASSERT})
+    assert not policy(paths).touches_validation(["helpers/checks.py"])  # the listed paths alone: untouched
+    report = check(base, head, tmp_path / "cache", paths)
+    assert report.validation_changed and report.sandboxed
+    # learned first, by validating the base alone: then the head, since the change touches what it imports
+    assert report.analysed_because == "touches helpers/checks.py, imported by validation at the base"
+    [finding] = report.blocking
+    assert (finding.kind, finding.path, finding.line, finding.in_diff) == (
+        "new_rejection", "helpers/checks.py", 3, True)
+    assert report.outcome("base", "tests/test_lora.py").outcome == "accepted"
+    assert report.learned_paths is not None
+    assert {"arguments.py", "helpers/__init__.py", "helpers/checks.py"} <= report.learned_paths
+    assert "tools/report.py" not in report.learned_paths
+
+    again = check(base, head, tmp_path / "cache", paths)  # the next push: the learned set is known
+    assert again.base_cached and [f.kind for f in again.blocking] == ["new_rejection"]
+    assert again.analysed_because == "touches helpers/checks.py, imported by validation at the base"
+    document = json.loads(render(again, "json"))
+    assert document["analysed_because"] == again.analysed_because
+    assert "helpers/checks.py" in document["validation_imports"]
+    assert "analysed: the change touches helpers/checks.py, imported by validation at the base" in \
+        render(again, "text")
+
+
+def test_a_module_validation_does_not_import_is_untouched_once_learned(tmp_path: Path) -> None:
+    base = tree(tmp_path / "base")
+    head = tree(tmp_path / "head", {"tools/report.py": "def main():\n    return 1\n"})
+    first = check(base, head, tmp_path / "cache", ["arguments.py"])
+    assert not first.validation_changed  # learned by validating the base, which the head does not touch
+    assert first.timing.base_s > 0 and first.matrix.suites == ()
+    learned = first.learned_paths
+    assert learned is not None and "helpers/checks.py" in learned
+    # the next change at the same base is decided from the learned set: nothing runs, not even the sandbox
+    other = tree(tmp_path / "other", {"tools/report.py": "def main():\n    return 2\n"})
+    second = run_check(base, other, policy(["arguments.py"]), base_sha=None, head_sha=None,
+                       cache_dir=tmp_path / "cache", allow_unsandboxed=False)
+    assert not second.validation_changed and second.timing.base_s == 0
+    assert second.learned_paths == learned
+
+
+def test_a_change_to_no_python_module_never_learns(tmp_path: Path) -> None:
+    base = tree(tmp_path / "base")
+    head = tree(tmp_path / "head", {"README.md": "docs\n"})
+    report = check(base, head, tmp_path / "cache", [])
+    assert not report.validation_changed and report.timing.base_s == 0
+    assert not (tmp_path / "cache").exists()
+
+
+def test_the_host_refuses_an_import_list_that_leaves_the_repository() -> None:
+    good = SuiteResult("s", Outcome("accepted"), imported=("a/b.py", "a.py"))
+    assert SuiteResult.from_json(good.to_json()).imported == ("a.py", "a/b.py")
+    for bad in (["../outside.py"], ["/etc/x.py"], ["data.yaml"], [3], "a.py", ["a.py"] * 2001):
+        with pytest.raises(ValueError, match="imported"):
+            checked_imports(bad)
+
+
+def test_a_stored_learned_set_is_read_back_only_under_its_own_key(tmp_path: Path) -> None:
+    paths = frozenset({"pkg/a.py", "pkg/b.py"})
+    assert validation_cache.store_learned(tmp_path, "k" * 64, paths, sandboxed=True)
+    assert validation_cache.lookup_learned(tmp_path, "k" * 64) == paths
+    assert validation_cache.lookup_learned(tmp_path, "k" * 32 + "j" * 32) is None
+    assert not validation_cache.store_learned(tmp_path, "u" * 64, paths, sandboxed=False)
+    assert validation_cache.lookup_learned(tmp_path, "u" * 64) is None
+
+
+def test_nothing_is_learned_from_errors_alone_nor_cut_short() -> None:
+    def result(suite: str, outcome: str, imported: tuple[str, ...]) -> SuiteResult:
+        return SuiteResult(suite, Outcome(outcome), imported=imported)  # type: ignore[arg-type]
+
+    answered = {"a": result("a", "accepted", ("x.py",)), "b": result("b", "rejected", ("y.py", "x.py")),
+                "c": result("c", "error", ("z.py",))}
+    assert validation_cache.learned_from(answered) == {"x.py", "y.py"}  # an error tells nothing
+    assert validation_cache.learned_from({"c": answered["c"]}) is None
+    many = {f"s{i}": result(f"s{i}", "accepted", tuple(f"m{i}/{j}.py" for j in range(MAX_IMPORTED)))
+            for i in range(MAX_LEARNED // MAX_IMPORTED + 1)}
+    assert validation_cache.learned_from(many) is None  # a set cut short would call the rest untouched
