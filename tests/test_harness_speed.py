@@ -201,19 +201,21 @@ def test_priming_survives_an_entry_script_that_takes_its_own_directory_off_sys_p
     assert out.strip() == "True"
 
 
-def test_boundary_priming_survives_an_entry_script_that_takes_its_own_directory_off_sys_path(
+def test_a_launch_run_to_its_boundary_survives_a_script_that_takes_its_own_directory_off_sys_path(
         tmp_path: Path) -> None:
-    """The same script primed for launches run to their training boundary (prime_launches): the leader
-    ended with a ValueError there too, failing 2 of NeMo RL's suites."""
+    """A suite's own launch (boundary mode) runs the same script as `__main__`: taking the directory off
+    sys.path again raised ValueError over whatever the script ended with (2 of NeMo RL's suites)."""
     repo = tmp_path / "repo"
     (repo / "examples").mkdir(parents=True)
-    (repo / "examples" / "run_drop.py").write_text(
+    script = repo / "examples" / "run_drop.py"
+    script.write_text(
         "import os, sys\nhere = os.path.dirname(os.path.abspath(__file__))\n"
-        "while here in sys.path:\n    sys.path.remove(here)\nPRIMED = True\n")
+        "while here in sys.path:\n    sys.path.remove(here)\nraise SystemExit(0)\n")
     out = _python(f"""
         import sys, entryscript
         before = list(sys.path)
-        entryscript.prime_launches({str(repo)!r}, {{"examples/run_drop.py"}})
+        sys.argv = [{str(script)!r}]
+        entryscript.launch({str(repo)!r})()
         print(sys.path == before)
     """, tmp_path)
     assert out.strip() == "True"
