@@ -255,7 +255,10 @@ def test_a_signature_outside_latin_1_is_wrong_not_an_error(sqlite_service: Servi
     body = encode(fixture("ping/ping"))
     headers = {**lower(delivery_headers("ping", body)), "x-hub-signature-256": "sha256=\u2713" + "0" * 63}
     assert the_intake(sqlite_service).receive(headers, body).status == 401
-    assert not intake.signature_matches(SECRET.encode(), body, "")
+    unsigned = {name: value for name, value in headers.items() if name != "x-hub-signature-256"}
+    assert the_intake(sqlite_service).receive(unsigned, body).status == 401  # a replay without one
+    assert intake.signature_matches(SECRET.encode(), body, "") is False
+    assert intake.signature_matches(SECRET.encode(), body, None) is False
     assert intake.signature_matches(SECRET.encode(), body, " " + signature(body) + " ")
 
 
@@ -271,8 +274,11 @@ def test_one_guid_twice_in_one_group_is_new_once(service: Service) -> None:
     answers = the_intake(service).store([first, second, ignored])
     assert [(a.status, a.body["result"]) for a in answers] == [(202, "queued"), (200, "duplicate"),
                                                                (200, "ignored")]
-    assert [(row.guid, row.payload_summary.get("n")) for row in service.deliveries()] == [
-        (guid, 1), (ignored.guid, None)]
+    rows = service.deliveries()
+    assert [(row.guid, row.payload_summary.get("n"), row.status) for row in rows] == [
+        (guid, 1, "queued"), (ignored.guid, None, "ignored")]
+    # a group of both kinds is one INSERT: the ignored row keeps its own error and time done
+    assert [(row.error, row.processed_at is None) for row in rows] == [(None, True), ("ping", False)]
     assert service.queue.huey.pending_count() == 1
 
 
