@@ -67,7 +67,7 @@ TOKEN = "bench-token"
 REPOSITORIES = 1_000
 HEALTHS_PER_REPOSITORY = 30
 SUITES_PER_HEALTH = 40
-DEAD_OPEN_SHARE = 0.2  # dead suites not healed yet; the others' windows are closed
+DEAD_OPEN_EVERY = 5  # one dead suite in five is not healed yet; the others healed and their windows closed
 BASE_REPOSITORIES = 25  # those the pull requests, runs and follow-up windows belong to (as before issue 26)
 PULLS_PER_RUNS = 4  # runs per pull request (heads pushed again)
 CHUNK = 5_000
@@ -133,7 +133,7 @@ def _dead_windows(rng: random.Random, total: int, first_id: int,
                   repositories: int) -> Iterator[dict[str, Any]]:
     for number in range(total):
         opened = _moment(rng)
-        healed = rng.random() >= DEAD_OPEN_SHARE
+        healed = number % DEAD_OPEN_EVERY != 0
         yield {"id": first_id + number, "repository_id": 1 + number % repositories, "pull_request_id": None,
                "kind": "dead_suite", "state": "closed" if healed else "open",
                "risk": f"The default branch rejected CI suite ci/test_{number % 8}.py#{number}.",
@@ -143,11 +143,12 @@ def _dead_windows(rng: random.Random, total: int, first_id: int,
 
 def _dead_suites(total: int, first_window: int, repositories: int) -> Iterator[dict[str, Any]]:
     for number in range(total):
-        window = first_window + number
+        window, healed = first_window + number, number % DEAD_OPEN_EVERY != 0
         yield {"repository_id": 1 + number % repositories, "window_id": window,
                "suite": f"ci/test_{number % 8}.py#{number}", "script": f"ci/test_{number % 8}.py",
                "outcome": "rejected", "error": "AssertionError: an old assert", "path": "pkg/arguments.py",
                "line": 612, "since_sha": f"{number:040x}", "found_sha": f"{number + 1:040x}",
+               "healed_sha": f"{number + 2:040x}" if healed else None, "healed_at": NOW if healed else None,
                "opened_at": NOW}
 
 

@@ -199,3 +199,23 @@ def test_priming_survives_an_entry_script_that_takes_its_own_directory_off_sys_p
         print(sys.path == before)
     """, tmp_path)
     assert out.strip() == "True"
+
+
+def test_a_launch_run_to_its_boundary_survives_a_script_that_takes_its_own_directory_off_sys_path(
+        tmp_path: Path) -> None:
+    """A suite's own launch (boundary mode) runs the same script as `__main__`: taking the directory off
+    sys.path again raised ValueError over whatever the script ended with (2 of NeMo RL's suites)."""
+    repo = tmp_path / "repo"
+    (repo / "examples").mkdir(parents=True)
+    script = repo / "examples" / "run_drop.py"
+    script.write_text(
+        "import os, sys\nhere = os.path.dirname(os.path.abspath(__file__))\n"
+        "while here in sys.path:\n    sys.path.remove(here)\nraise SystemExit(0)\n")
+    out = _python(f"""
+        import sys, entryscript
+        before = list(sys.path)
+        sys.argv = [{str(script)!r}]
+        entryscript.launch({str(repo)!r})()
+        print(sys.path == before)
+    """, tmp_path)
+    assert out.strip() == "True"

@@ -42,6 +42,7 @@ MAX_REASON = 2000
 IdPath = Annotated[int, Path(ge=1, le=BIGINT_MAX)]
 NamePath = Annotated[str, Path(pattern=NAME_PATTERN, max_length=100)]
 RECENT_RUNS = 10  # on the home and repository pages
+REPOSITORY_WINDOWS = 20  # the oldest open ones on a repository's page; its link to the list has them all
 MAX_LIMIT = 200
 STATES = ("open", "closed", "all")
 T = TypeVar("T")
@@ -226,6 +227,6 @@ def repository_page_view(request: Request, viewer: PageViewer, session: ReadSess
     return render(request, "repository.html", {
         "page": page, "repo": page.view, "reason": page.reason,
         "acceptance_chart": charts.acceptance(page.history),
-        "windows": list_windows(session, state="open", repo=page.view["repo"], limit=PAGE_SIZE)[0],
+        "windows": list_windows(session, state="open", repo=page.view["repo"], limit=REPOSITORY_WINDOWS)[0],
         "runs": list_runs(session, repo=page.view["repo"], limit=RECENT_RUNS)[0],
     }, viewer=viewer)

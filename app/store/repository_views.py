@@ -43,8 +43,9 @@ class RepositoryPage:
 
 def list_repositories(session: Session) -> list[RepositoryOut]:
     """Every repository the App sees (not removed), by name, each with its last health and dead suites."""
-    repositories = list(session.scalars(select(Repository).where(Repository.removed_at.is_(None))
-                                        .order_by(func.lower(Repository.full_name), Repository.id)))
+    repositories = session.execute(select(Repository.id, Repository.full_name, Repository.default_branch)
+                                   .where(Repository.removed_at.is_(None))
+                                   .order_by(func.lower(Repository.full_name), Repository.id)).all()
     ids = [repository.id for repository in repositories]
     healths = _last_healths(session, ids)
     dead = _dead_suites(session, ids)
@@ -112,8 +113,10 @@ def _dead_suites(session: Session, repository_ids: list[int]) -> defaultdict[int
     found: defaultdict[int, list[DeadSuiteOut]] = defaultdict(list)
     if not repository_ids:
         return found
-    rows = session.scalars(select(DeadSuite).where(DeadSuite.repository_id.in_(repository_ids),
-                                                   DeadSuite.healed_sha.is_(None))
+    # columns, not objects: a page of a thousand repositories may list thousands
+    rows = session.execute(select(DeadSuite.repository_id, DeadSuite.suite, DeadSuite.script, DeadSuite.error,
+                                  DeadSuite.path, DeadSuite.line, DeadSuite.since_sha, DeadSuite.window_id)
+                           .where(DeadSuite.repository_id.in_(repository_ids), DeadSuite.healed_sha.is_(None))
                            .order_by(DeadSuite.opened_at, DeadSuite.id))
     for dead in rows:
         found[dead.repository_id].append({"suite": dead.suite, "script": dead.script, "error": dead.error,
@@ -127,7 +130,8 @@ def _health(row: Any) -> HealthOut:
             "could_analyse": row.could_analyse}
 
 
-def _view(repository: Repository, health: Any, dead: list[DeadSuiteOut]) -> RepositoryOut:
+def _view(repository: Any, health: Any, dead: list[DeadSuiteOut]) -> RepositoryOut:
+    """REPOSITORY: a row or an object with id, full_name and default_branch."""
     policy: PolicyOut | None = None
     if health is not None and health.policy:
         policy = {"source": str(health.policy.get("source")), "path": health.policy.get("path"),

@@ -113,7 +113,8 @@ def page_urls(seeded: Seed) -> list[str]:
     """Every kind of page a person opens, a bad query among them."""
     return ["/", "/?state=all", "/runs", f"/runs/{seeded.runs['incident']}", f"/runs/{seeded.runs['clean']}",
             f"/windows/{seeded.windows['oldest']}", f"/windows/{seeded.windows['closed']}", "/docs",
-            "/?state=bogus&limit=abc", "/windows/abc", "/login"]
+            "/?state=bogus&limit=abc", "/windows/abc", "/login", "/repositories",
+            "/repositories/acme/widgets"]
 
 
 @pytest.mark.parametrize("width", [1360, 390])
@@ -135,6 +136,10 @@ def test_no_page_scrolls_sideways_on_a_desktop_or_a_phone(browser: Any, live_url
         if scroll_width > inner_width:
             page.screenshot(path=str(tmp_path / "overflow.png"), full_page=True)
         assert scroll_width <= inner_width == width, (url, scroll_width, inner_width)
+        # a pill or a sha broken over two lines ("accepte / d") is taller than one line of its text
+        broken = page.evaluate("[...document.querySelectorAll('.badge, code.sha')]"
+                               ".filter(e => e.getBoundingClientRect().height > 26).map(e => e.textContent)")
+        assert broken == [], (url, width, broken)
     assert elsewhere == []
     page.goto(live_url + "/")
     page.screenshot(path=str(tmp_path / f"windows-{width}.png"), full_page=True)

@@ -68,6 +68,67 @@ def ping_of(size: int) -> bytes:
     return body
 
 
+# --- the body's cap and the refusals' answers, first (no service needed) ----------------------------------
+
+def asgi_request(chunks: list[bytes], content_length: str | None) -> tuple[Request, list[bytes]]:
+    """A Starlette request whose body arrives as CHUNKS on the ASGI channel, and the chunks read so far."""
+    headers = [] if content_length is None else [(b"content-length", content_length.encode())]
+    scope = {"type": "http", "method": "POST", "path": "/webhooks/github", "headers": headers}
+    read: list[bytes] = []
+
+    async def receive() -> dict[str, Any]:
+        chunk = chunks[len(read)]
+        read.append(chunk)
+        return {"type": "http.request", "body": chunk, "more_body": len(read) < len(chunks)}
+
+    return Request(scope, receive), read
+
+
+def capped(chunks: list[bytes], content_length: str | None = None, cap: int = 10) -> bytes:
+    request, _ = asgi_request(chunks, content_length)
+    return asyncio.run(read_capped(request, cap))
+
+
+def test_a_body_of_exactly_the_cap_is_read_whole() -> None:
+    assert capped([b"12345", b"67890"]) == b"1234567890"
+    assert capped([b"1234567890"], content_length="10") == b"1234567890"
+    assert capped([b"", b"1"]) == b"1"
+
+
+def test_one_byte_over_the_cap_is_refused_and_the_rest_left_unread() -> None:
+    request, read = asgi_request([b"12345", b"678901", b"never read"], None)
+    with pytest.raises(TooLarge):
+        asyncio.run(read_capped(request, 10))
+    assert read == [b"12345", b"678901"]
+
+
+@pytest.mark.parametrize("declared", ["11", "1e3", "-1", "\u0661\u0660"])  # the last: Arabic-Indic "10"
+def test_a_declared_length_over_the_cap_or_not_a_number_is_refused_unread(declared: str) -> None:
+    request, read = asgi_request([b"x"], declared)
+    with pytest.raises(TooLarge):
+        asyncio.run(read_capped(request, 10))
+    assert read == []
+
+
+def test_the_default_cap_is_25_mb_as_github_sends() -> None:
+    assert MAX_BODY_BYTES == 25 * 1024 * 1024
+    for declared, refused in ((str(25 * 1024 * 1024), False), (str(25 * 1024 * 1024 + 1), True)):
+        request, _ = asgi_request([b"{}"], declared)
+        if refused:
+            with pytest.raises(TooLarge):
+                asyncio.run(read_capped(request))
+        else:
+            assert asyncio.run(read_capped(request)) == b"{}"
+
+
+def test_the_refusals_close_the_connection() -> None:
+    for response, status, body in (
+            (too_large(), 413, b'{"result":"too_large","message":"payloads are at most 25 MB"}'),
+            (too_slow(), 408, b'{"result":"too_slow","message":"the body took over 10 s"}')):
+        assert (response.status_code, response.body) == (status, body)
+        assert response.headers["connection"] == "close"
+
+
 # --- each answer, exactly, and its count --------------------------------------------------------------
 
 def test_a_queued_delivery_is_answered_stored_and_counted(service: Service, fake_github: FakeGitHub) -> None:
@@ -245,65 +306,6 @@ def test_with_the_queue_down_the_answer_is_503_counted_and_logged_with_its_cause
 
 
 # --- the body: its cap, its time, and large bodies a few at a time ----------------------------------------
-
-def asgi_request(chunks: list[bytes], content_length: str | None) -> tuple[Request, list[bytes]]:
-    """A Starlette request whose body arrives as CHUNKS on the ASGI channel, and the chunks read so far."""
-    headers = [] if content_length is None else [(b"content-length", content_length.encode())]
-    scope = {"type": "http", "method": "POST", "path": "/webhooks/github", "headers": headers}
-    read: list[bytes] = []
-
-    async def receive() -> dict[str, Any]:
-        chunk = chunks[len(read)]
-        read.append(chunk)
-        return {"type": "http.request", "body": chunk, "more_body": len(read) < len(chunks)}
-
-    return Request(scope, receive), read
-
-
-def capped(chunks: list[bytes], content_length: str | None = None, cap: int = 10) -> bytes:
-    request, _ = asgi_request(chunks, content_length)
-    return asyncio.run(read_capped(request, cap))
-
-
-def test_a_body_of_exactly_the_cap_is_read_whole() -> None:
-    assert capped([b"12345", b"67890"]) == b"1234567890"
-    assert capped([b"1234567890"], content_length="10") == b"1234567890"
-    assert capped([b"", b"1"]) == b"1"
-
-
-def test_one_byte_over_the_cap_is_refused_and_the_rest_left_unread() -> None:
-    request, read = asgi_request([b"12345", b"678901", b"never read"], None)
-    with pytest.raises(TooLarge):
-        asyncio.run(read_capped(request, 10))
-    assert read == [b"12345", b"678901"]
-
-
-@pytest.mark.parametrize("declared", ["11", "1e3", "-1", "\u0661\u0660"])  # the last: Arabic-Indic "10"
-def test_a_declared_length_over_the_cap_or_not_a_number_is_refused_unread(declared: str) -> None:
-    request, read = asgi_request([b"x"], declared)
-    with pytest.raises(TooLarge):
-        asyncio.run(read_capped(request, 10))
-    assert read == []
-
-
-def test_the_default_cap_is_25_mb_as_github_sends() -> None:
-    assert MAX_BODY_BYTES == 25 * 1024 * 1024
-    for declared, refused in ((str(25 * 1024 * 1024), False), (str(25 * 1024 * 1024 + 1), True)):
-        request, _ = asgi_request([b"{}"], declared)
-        if refused:
-            with pytest.raises(TooLarge):
-                asyncio.run(read_capped(request))
-        else:
-            assert asyncio.run(read_capped(request)) == b"{}"
-
-
-def test_the_refusals_close_the_connection() -> None:
-    for response, status, body in (
-            (too_large(), 413, b'{"result":"too_large","message":"payloads are at most 25 MB"}'),
-            (too_slow(), 408, b'{"result":"too_slow","message":"the body took over 10 s"}')):
-        assert (response.status_code, response.body) == (status, body)
-        assert response.headers["connection"] == "close"
-
 
 def raw_post(service: Service, head: dict[str, str], body: bytes = b"") -> bytes:
     """The answer's first bytes to a POST of HEAD's headers and BODY, sent as they are."""

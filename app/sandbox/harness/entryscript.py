@@ -91,7 +91,7 @@ def _run_with_path(script: str, name: str) -> None:
     try:
         _run(script, name)
     finally:
-        sys.path.remove(os.path.dirname(script))
+        _leave_path(os.path.dirname(script))
 
 
 def prime_launches(repo: str, entries: set[str]) -> None:
