@@ -17,7 +17,7 @@ from app.analysis.core.policy import Policy, parse_policy
 from app.analysis.verdict.render import render
 from app.analysis.verdict.report import CheckReport
 from app.engine import validation_cache
-from app.engine.check_steps import run_check
+from app.engine.check_steps import analysed_because, run_check
 
 
 def policy(paths: list[str]) -> Policy:
@@ -112,3 +112,15 @@ def test_nothing_is_learned_from_errors_alone_nor_cut_short() -> None:
     many = {f"s{i}": result(f"s{i}", "accepted", tuple(f"m{i}/{j}.py" for j in range(MAX_IMPORTED)))
             for i in range(MAX_LEARNED // MAX_IMPORTED + 1)}
     assert validation_cache.learned_from(many) is None  # a set cut short would call the rest untouched
+
+
+def test_why_a_change_is_analysed() -> None:
+    listed = policy(["arguments.py"])
+    assert analysed_because(listed, ("README.md", "docs/x.md"), None) is None  # no module: nothing to learn
+    assert analysed_because(listed, ("arguments.py", "b.py"), None) == \
+        "touches arguments.py, a validation path"
+    assert analysed_because(listed, ("a.py", "b.py"), None) == \
+        "touches a.py and 1 more; what validation imports at this base is not known yet"
+    assert analysed_because(listed, ("a.py",), frozenset({"b.py"})) is None
+    assert analysed_because(listed, ("a.py", "b.py"), frozenset({"b.py"})) == \
+        "touches b.py, imported by validation at the base"
