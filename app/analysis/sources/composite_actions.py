@@ -17,15 +17,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
 from app.analysis.sources import expressions
 from app.analysis.sources.workflow_rows import (
-    MAX_WORKFLOW_BYTES,
     WorkflowError,
     _mapping,
     _text,
-    _within_bound,
+    bounded_yaml,
 )
 
 MAX_NESTING = 4  # local actions that use local actions, as deep as this
@@ -100,15 +97,8 @@ def read_action(uses: str, read: Callable[[str], str]) -> dict[str, Any]:
 
 
 def _parsed(text: str, path: str) -> dict[str, Any]:
-    if len(text.encode()) > MAX_WORKFLOW_BYTES:
-        raise WorkflowError(f"{path}: larger than {MAX_WORKFLOW_BYTES} bytes")
-    try:
-        action = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise WorkflowError(f"{path}: not valid YAML: {exc}") from None
-    except RecursionError:
-        raise WorkflowError(f"{path}: nested too deeply") from None
-    if not _within_bound(action) or not isinstance(action, dict):
+    action = bounded_yaml(text, path)
+    if not isinstance(action, dict):
         raise WorkflowError(f"{path}: not an action within bounds")
     return action
 

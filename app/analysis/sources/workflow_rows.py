@@ -80,21 +80,28 @@ def rows_from_workflow(text: str, path: str, source: WorkflowRows) -> WorkflowLi
 def workflow_jobs(text: str, path: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """A workflow file's jobs by id and its top-level `env`, read within bounds (size, depth, values once
     aliases are expanded: the file is a pull request's). Raises WorkflowError."""
-    if len(text.encode()) > MAX_WORKFLOW_BYTES:
-        raise WorkflowError(f"{path}: larger than {MAX_WORKFLOW_BYTES} bytes")
-    try:
-        workflow = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise WorkflowError(f"{path}: not valid YAML: {exc}") from None
-    except RecursionError:
-        raise WorkflowError(f"{path}: nested too deeply") from None
-    if not _within_bound(workflow):
-        raise WorkflowError(f"{path}: more than {MAX_VALUES} values once its aliases are expanded")
+    workflow = bounded_yaml(text, path)
     jobs = workflow.get("jobs") if isinstance(workflow, dict) else None
     if not isinstance(jobs, dict):
         raise WorkflowError(f"{path}: no `jobs` mapping")
     return {str(k): v for k, v in jobs.items()}, _mapping(workflow.get("env"))
 
+
+
+def bounded_yaml(text: str, path: str) -> Any:
+    """A workflow or action file's YAML, read within bounds (size, depth, values once aliases are expanded:
+    the file is a pull request's). Raises WorkflowError."""
+    if len(text.encode()) > MAX_WORKFLOW_BYTES:
+        raise WorkflowError(f"{path}: larger than {MAX_WORKFLOW_BYTES} bytes")
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise WorkflowError(f"{path}: not valid YAML: {exc}") from None
+    except RecursionError:
+        raise WorkflowError(f"{path}: nested too deeply") from None
+    if not _within_bound(document):
+        raise WorkflowError(f"{path}: more than {MAX_VALUES} values once its aliases are expanded")
+    return document
 
 def _within_bound(document: Any) -> bool:
     """Whether walking the document, aliases expanded, visits at most MAX_VALUES values (a cycle never is)."""
