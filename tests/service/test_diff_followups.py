@@ -40,7 +40,7 @@ def fake(fake_github: FakeGitHub) -> FakeGitHub:
 def add(fake: FakeGitHub, number: int, patch: str, **fields: Any) -> None:
     fake.add_pull(REPO, number, head_sha=sha(f"head {number}"), base_sha=BASE, title="Faster batching",
                   body="Batches are built once per epoch.", author="author",
-                  files=[{"filename": "src/sampler.py", "status": "modified", "patch": patch}],
+                  files=[{"filename": "src/sampler.sh", "status": "modified", "patch": patch}],
                   commits=[(sha(f"commit {number}"), "Build batches once")], **fields)
 
 
@@ -72,16 +72,16 @@ def test_a_todo_line_is_the_promise_the_comment_the_check_and_the_window_keep(se
     deliver(service, fake, 41, "opened")
 
     [comment] = fake.comments_on(REPO, 41)
-    assert "pending followup at `src/sampler.py:2` (in this diff)" in comment.body
+    assert "pending followup at `src/sampler.sh:2` (in this diff)" in comment.body
     assert "Promised follow-up \\#2300 is open, not merged yet" in comment.body
     [run] = fake.check_runs(REPO)
     assert run.conclusion == "neutral"
     [annotation] = run.annotations
     assert (annotation["path"], annotation["start_line"], annotation["annotation_level"]) == \
-        ("src/sampler.py", 2, "warning")
+        ("src/sampler.sh", 2, "warning")
 
     merge(service, fake, 41, ADDS_TODO)
-    risk = "src/sampler.py:2: TODO(#2300): the sampler drops the last partial batch until then."
+    risk = "src/sampler.sh:2: TODO(#2300): the sampler drops the last partial batch until then."
     assert windows(service) == [("open", risk, [f"{REPO}#2300"], None)]
 
     merge(service, fake, 2300)
