@@ -37,7 +37,7 @@ def models_of(event: str) -> set[type]:
 def test_the_vendored_examples_are_the_pinned_version_for_every_event_the_app_handles() -> None:
     assert f"version **{VERSION}**" in (EXAMPLES_DIR / "README.md").read_text()
     assert {path.stem for path in EXAMPLES_DIR.glob("*.json")} == ROUTER.events
-    assert len(EXAMPLES) == 70
+    assert len(EXAMPLES) == 77
     handled = [(event, example) for event, _, example in EXAMPLES
                if (event, example.get("action")) in ROUTER._routes or (event, None) in ROUTER._routes]
     assert len(handled) >= 30  # most are actions the App routes, not only ignored ones
