@@ -19,7 +19,7 @@ from app.analysis.core.model import Finding, MinimalArgs, Outcome, Suite, SuiteR
 from app.analysis.verdict.minimal import FlagSearch, contains, split_arguments
 from app.analysis.verdict.report import CheckReport
 from app.analysis.verdict.workflow_commands import annotation
-from app.engine.minimal_args import explain_rejections
+from app.engine.minimal_args import explain_rejections, in_rounds
 from app.triage.pr_report import check_output, comment_markdown
 
 PROJECT = Path(__file__).resolve().parents[1]
@@ -150,7 +150,8 @@ def test_each_blocking_rejection_gets_the_arguments_it_needs_from_its_shortest_s
     head = {s.id: SuiteResult(s.id, Outcome("rejected", "AssertionError", "LoRA", "arguments.py", LINE))
             for s in (short, long)}
     calls: list[int] = []
-    [explained] = explain_rejections([finding(long.id, short.id)], [short, long], head, validator(calls))
+    [explained] = explain_rejections([finding(long.id, short.id)], [short, long], head,
+                                     in_rounds(validator(calls)))
     assert explained.minimal_args == MinimalArgs(
         args=("--num-gpus", "8", "--colocate", "--disable-weights-backuper", "--lora-rank", "16"), count=4,
         of=5, suite=short.id, complete=True, every_suite_passes=True)
@@ -161,7 +162,7 @@ def test_the_bound_cuts_the_search_short_and_says_so() -> None:
     short = Suite("ci/e2e.py#1", "ci/e2e.py", ARGV)
     head = {short.id: SuiteResult(short.id, Outcome("rejected", "AssertionError", "LoRA", "arguments.py",
                                                     LINE))}
-    [explained] = explain_rejections([finding(short.id)], [short], head, validator([]), rounds=1)
+    [explained] = explain_rejections([finding(short.id)], [short], head, in_rounds(validator([])), rounds=1)
     assert explained.minimal_args is not None and not explained.minimal_args.complete
 
 
@@ -171,7 +172,8 @@ def test_warnings_and_rejections_elsewhere_are_left_as_they_are() -> None:
     warning = Finding("new_rejection", "warning", "x", suites=(suite.id,), path="arguments.py", line=LINE)
     elsewhere = finding(suite.id)  # the head rejects this suite at line 99, not 21: record mode found it
     calls: list[int] = []
-    assert explain_rejections([warning, elsewhere], [suite], head, validator(calls)) == [warning, elsewhere]
+    explained = explain_rejections([warning, elsewhere], [suite], head, in_rounds(validator(calls)))
+    assert explained == [warning, elsewhere]
     assert calls == []
 
 
