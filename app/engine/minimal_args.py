@@ -107,6 +107,8 @@ def in_the_warm_leader(head_tree: Path, policy: Policy, *, allow_unsandboxed: bo
             search = by_id.get(str(message.get("search"))) if message.get("type") == "minimal" else None
             if search is not None:
                 _believe(search, message)
+                log.info("minimal arguments of %s: rounds (sets, seconds) %s", search.suite.id,
+                         message.get("rounds"))
         log.info("minimal arguments: %d searches in one harness run, %.1f s (%s)", len(searches),
                  time.monotonic() - started, run.ended or "ended well")
 

@@ -47,14 +47,16 @@ def search(revision: suiterun.Revision, searches: list[dict[str, Any]], send: Se
     """Every search of SEARCHES (one environment) to its end or its bound; the result of each is sent."""
     running = [_start(raw) for raw in searches]
     deadline = time.monotonic() + bound.seconds
+    rounds: list[tuple[int, float]] = []  # each round's sets and seconds, for the host's log
     for _ in range(bound.rounds):
         active = [s for s in running if not s.flags.done]
         if not active or time.monotonic() >= deadline:
             break
-        _round(revision, active, send, bound)
+        started = time.monotonic()
+        rounds.append((_round(revision, active, send, bound), round(time.monotonic() - started, 3)))
     for each in running:
         send({"kind": "found", "search": each.suite["id"], "kept": list(each.flags.best),
-              "complete": each.flags.complete, "rounds": each.flags.rounds})
+              "complete": each.flags.complete, "rounds": rounds})
 
 
 def _start(raw: dict[str, Any]) -> _Search:
@@ -65,8 +67,9 @@ def _start(raw: dict[str, Any]) -> _Search:
     return _Search(raw, units, (raw.get("path"), raw.get("line")), flags)
 
 
-def _round(revision: suiterun.Revision, active: list[_Search], send: Send, bound: Bound) -> None:
-    """One round of every active search, its sets forked from this process at most `workers` at once."""
+def _round(revision: suiterun.Revision, active: list[_Search], send: Send, bound: Bound) -> int:
+    """One round of every active search, its sets forked from this process at most `workers` at once;
+    returns how many sets it tried."""
     batch: list[dict[str, Any]] = []
     asked: list[tuple[_Search, tuple[int, ...], str]] = []
     for number, each in enumerate(active):
@@ -92,3 +95,4 @@ def _round(revision: suiterun.Revision, active: list[_Search], send: Send, bound
     for each in active:
         each.flags.observe({candidate: where.get(trial) == each.where
                             for owner, candidate, trial in asked if owner is each})
+    return len(batch)
