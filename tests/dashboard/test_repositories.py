@@ -136,8 +136,10 @@ def test_the_repository_page_shows_health_matrix_chart_dead_suites_windows_and_r
     assert "builtin" in page.one(id="policy").text
     [dead] = page.one(id="dead-suites").find_all("tr", cls="dead-suite")
     assert dead["data-suite"] == LORA and BROKEN[:12] in dead.text and "miles/args.py:612" in dead.text
-    assert dead.one("a")["href"] == f"/windows/{windows['dead']}"
-    rows = [[cell.text for cell in row.find_all("td")]
+    assert dead.one("td", cls="window").one("a")["href"] == f"/windows/{windows['dead']}"
+    assert dead.one("td", cls="suite").one("a")["href"] == "/repositories/acme/widgets/suites/" \
+        "tests%2Fe2e%2Ftest_lora.py%232"
+    rows = [[row.find_all("td")[0].find_all("code")[0].text] + [cell.text for cell in row.find_all("td")[1:]]
             for row in page.one(id="matrix").find_all("tr", cls="script-row")]
     # the matrix of the last health (blind: it judges no suite dead, yet shows what it saw)
     assert rows == [["tests/e2e/test_dense.py", "1", "1", "0", "0"],
