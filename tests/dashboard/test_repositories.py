@@ -14,6 +14,7 @@ from store.databases import PostgresDatabases
 
 from app.store.health_checks import Breakage, HealthRecord, heal_dead_suite, open_dead_suite, record_health
 from app.store.models import Repository
+from app.store.queries import upsert_repository
 from app.store.session import make_engine, session_scope
 
 from .conftest import Client, seeded_database
@@ -179,3 +180,39 @@ def test_an_empty_repository_page(make_client: Callable[..., Client], tmp_path: 
     assert "none yet" in page.one(id="last-health").text
     assert page.one(id="no-dead-suites")
     assert page.one("svg", id="chart-acceptance").find_all("rect") == []
+
+
+def test_repositories_come_a_page_at_a_time_in_name_order(make_client: Callable[..., Client],
+                                                          tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'prtriage.db'}"
+    seeded_database(url)
+    names = ["acme/Beta", "acme/alpha", "Zeta/z", "acme/beta-2", "acme/gamma"]
+    engine = make_engine(url)
+    with session_scope(engine) as session:
+        for offset, full_name in enumerate(names):
+            upsert_repository(session, repository_id=100 + offset, full_name=full_name, private=False,
+                              installation_id=1)
+    engine.dispose()
+    client = make_client(url)
+    seen: list[str] = []
+    params: dict[str, str | int] = {"limit": 3}
+    pages = 0
+    while True:
+        body = client.get("/api/repositories", params=params).json()
+        assert len(body["items"]) <= 3
+        seen += [item["repo"] for item in body["items"]]
+        pages += 1
+        if body["next"] is None:
+            break
+        params["cursor"] = body["next"]
+    expected = sorted([*names, PUBLIC, PRIVATE], key=str.lower)
+    assert seen == expected and pages == 3
+    assert len(client.get("/api/repositories").json()["items"]) == 7  # 50 a page by default
+    assert client.get("/api/repositories?limit=0").status_code == 422
+    first = client.page("/repositories?limit=3")
+    assert [row["data-repo"] for row in first.find_all("tr", cls="repository")] == expected[:3]
+    second = client.page(first.one("a", rel="next")["href"])
+    assert [row["data-repo"] for row in second.find_all("tr", cls="repository")] == expected[3:6]
+    assert second.one("a", rel="first")["href"] == "/repositories?limit=3"
+    stale = client.page("/repositories?cursor=garbage", status=400)
+    assert "cursor" in stale.one(id="problem").text and len(stale.find_all("tr", cls="repository")) == 7
