@@ -35,6 +35,9 @@ _optional_absent = False  # harness.optional_imports: absent
 _ci_has: frozenset[str] = frozenset()
 _guarded_lines: dict[str, frozenset[int]] = {}  # file -> lines inside a `try:` that catches ImportError
 _importlib_dir = os.path.dirname(importlib.__file__) + "/"
+# The harness's own finders (boundary.py's, which asks this one on behalf of the import system) are import
+# machinery too: the importer is the code beneath them.
+_harness_dir = os.path.dirname(os.path.abspath(__file__)) + "/"
 # Parsers handed to absent code (`ServerArgs.add_cli_args(parser)`): the options it would have added are
 # missing, so a strict parse of them must tolerate what that code owns.
 _fed_parsers: weakref.WeakSet[argparse.ArgumentParser] = weakref.WeakSet()
@@ -163,14 +166,14 @@ def _forget_forced_modules() -> None:
 
 
 def _importing_frame() -> tuple[types.FrameType | None, bool]:
-    """The innermost frame outside the import machinery (and this file), and whether the import is a
+    """The innermost frame outside the import machinery (and the harness), and whether the import is a
     probe (`importlib.util.find_spec`) rather than an import."""
     frame = sys._getframe(2)
     probe = False
     while frame is not None:
         filename = frame.f_code.co_filename
         if not (filename.startswith("<frozen importlib") or filename.startswith(_importlib_dir)
-                or filename == __file__):
+                or filename.startswith(_harness_dir)):
             return frame, probe
         # importlib.util.find_spec ("<frozen importlib.util>" on 3.11): a probe, unlike the import system's
         probe = probe or (frame.f_code.co_name == "find_spec" and filename.endswith(("importlib.util>",
