@@ -678,10 +678,13 @@ def test_the_starter_pins_its_real_packages_as_the_analysis_environments_require
     assert requirements_for(["jinja2"], tmp_path) == ["Jinja2==3.1.2"]
 
 
+LAUNCH_MAIN = "python ${REPO_PATH}/examples/reasoning/main.py --config-name $1\n"
+
+
 def test_workflow_steps_of_shell_scripts_launching_programs_run_to_their_boundary(tmp_path: Path) -> None:
-    # RLinf-shaped: each e2e step runs `bash tests/e2e_tests/<area>/run.sh <config>`, whose last line starts
-    # `python ${REPO_PATH}/examples/<area>/main.py` (a Hydra application); the tree's biggest `parse_args` is a
-    # data tool's, which no script launches
+    # RLinf-shaped: each e2e step runs `bash tests/e2e_tests/<area>/run.sh <config>`, whose last line
+    # starts `python ${REPO_PATH}/examples/<area>/main.py` (a Hydra application); the tree's biggest
+    # `parse_args` is a data tool's, which no script launches
     tool = "import argparse\n\ndef parse_args():\n    parser = argparse.ArgumentParser()\n" + OPTIONS + (
         "\n    return parser.parse_args()\n")
     step = "export REPO_PATH=$(pwd)\nsource .venv/bin/activate\nbash tests/e2e_tests/{area}/run.sh {config}\n"
@@ -693,8 +696,8 @@ def test_workflow_steps_of_shell_scripts_launching_programs_run_to_their_boundar
         "toolkits/lerobot/collect.py": tool,
         "examples/reasoning/main.py": "import hydra\nimport ray\n\n@hydra.main(config_path='config')\n"
                                       "def main(cfg):\n    ray.init()\n",
-        "tests/e2e_tests/reasoning/run.sh": "python ${REPO_PATH}/examples/reasoning/main.py --config-name $1\n",
-        "tests/e2e_tests/embodied/run.sh": "python ${REPO_PATH}/examples/reasoning/main.py --config-name $1\n",
+        "tests/e2e_tests/reasoning/run.sh": LAUNCH_MAIN,
+        "tests/e2e_tests/embodied/run.sh": LAUNCH_MAIN,
         "requirements/install.sh": "pip install -e .\n",
         ".github/workflows/e2e.yml": yaml.safe_dump(workflow),
     }

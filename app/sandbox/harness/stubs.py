@@ -353,6 +353,9 @@ class StubMeta(abc.ABCMeta):
     def __repr__(cls) -> str:
         return f"<stub {cls.__module__}.{cls.__qualname__}>"
 
+    def __fspath__(cls) -> str:
+        return stub_path(cls)
+
 
 _DECORATED = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, type, staticmethod,
               classmethod, property, functools.partial)
@@ -370,6 +373,15 @@ def _is_stub_class(cls: type) -> bool:
 def _new_stub_class(name: str, module: str, qualname: str) -> StubMeta:
     namespace = {STUB_MARK: True, "__module__": module, "__qualname__": qualname}
     return StubMeta(name, (Stub,), namespace)
+
+
+STUB_PATHS = "/tmp/.prtriage-stub-paths"  # under the sandbox's scratch /tmp: absent, and writable
+
+
+def stub_path(cls: type) -> str:
+    """What an absent package's constant used as a path names (`Path(huggingface_hub.constants.HF_HOME)`):
+    a directory of the sandbox's scratch that nothing made, one per constant, as a CI host's own would be."""
+    return f"{STUB_PATHS}/{cls.__module__}.{cls.__qualname__}"
 
 
 def _same(self: Stub, *_: Any) -> Stub:
@@ -451,3 +463,6 @@ class Stub:
 
     def __format__(self, spec: str) -> str:
         return repr(self)
+
+    def __fspath__(self) -> str:
+        return stub_path(type(self))
