@@ -513,3 +513,46 @@ def test_the_incident_is_caught_by_running_the_miles_launches_to_their_boundary(
     stops = {suite["base"]["message"] for suite in report["suites"]}
     assert stops == {"reached the training boundary ray.util.placement_group (a Ray cluster or actor needs "
                      "the nodes CI starts)"}
+
+
+LOGS_IN_CHECKOUT = '''\
+import glob
+import json
+import os
+import sys
+
+import ray
+
+
+def next_experiment_dir(base):
+    taken = glob.glob(os.path.join(base, "exp_*"))
+    return os.path.join(base, f"exp_{len(taken) + 1:03d}")
+
+
+if __name__ == "__main__":
+    steps = int(sys.argv[1])
+    assert steps > 0, "steps must be positive"
+    log_dir = next_experiment_dir("logs/run")
+    os.makedirs(log_dir, exist_ok=True)
+    with open(os.path.join(log_dir, "config.json"), "w") as handle:
+        json.dump({"steps": steps}, handle)
+    with open(os.path.join(log_dir, "config.json")) as handle:
+        assert json.load(handle) == {"steps": steps}, "the config written is read back"
+    assert os.path.isdir(log_dir) and os.listdir(log_dir) == ["config.json"]
+    ray.init()
+'''
+
+
+def test_a_launch_writing_its_logs_into_the_checkout_reaches_its_boundary(tmp_path: Path) -> None:
+    """NeMo RL's entries make `logs/exp_NNN` under the checkout (`get_next_experiment_dir`) before Ray
+    starts: CI's checkout is writable, the sandbox's is not, so each write there lands in the overlay."""
+    repo = write_repo(tmp_path, {"examples/run_sft.py": LOGS_IN_CHECKOUT})
+    run = "examples/run_sft.py"
+    found = results(run_sandboxed(repo, job([launch("sft", run, "2"), launch("zero", run, "0"),
+                                             launch("again", run, "3")], boundary_policy())))
+    assert found["sft"].outcome.outcome == "accepted", found["sft"].outcome
+    assert found["sft"].outcome.message.startswith("reached the training boundary ray.init ")
+    assert found["again"].outcome.outcome == "accepted", found["again"].outcome
+    assert found["zero"].outcome == Outcome("rejected", "AssertionError", "steps must be positive", run,
+                                            line_of(repo, run, "assert steps > 0"))
+    assert not (repo / "logs").exists()  # the tree itself is never written
