@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path, PurePosixPath
@@ -73,8 +74,10 @@ HF_CONFIG = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "num_
              "num_key_value_heads": 8, "hidden_size": 2048, "intermediate_size": 11008, "vocab_size": 151936,
              "max_position_embeddings": 32768, "rope_theta": 1000000.0, "tie_word_embeddings": True}
 LAUNCHERS = ["python", "python3", "torchrun", "ray"]
-# With no validator recognised, every Python script a CI launch starts is run to its training boundary.
-LAUNCHED_SCRIPT = r"\.py$"
+# With no validator recognised, every Python script a CI launch starts is run to its training boundary, but
+# for the tests' own helpers: CI scripts run them after the training to check its outputs (NeMo RL's
+# `tests/check_metrics.py` reads the metrics the run wrote), which no run here has written.
+LAUNCHED_SCRIPT = r"^(?!(?:.*/)?tests?/)(?:.*/)?[^/]+\.py$"
 # Device facts the validation asks the GPU for: on CI's GPUs the answer is yes.
 DEVICE_CHECKS = ("has_cuda_capability",)
 # The machine's own directories, and the sandbox's mount of the tree (`/repo`): never a CI host's.
@@ -99,7 +102,7 @@ def detect(root: Path) -> Starter:
         entry_pattern = _entry_pattern(validation["entry"], validation["paths"])
         found = f"found the validator {validation['entry']}, but"
     except NoValidator as exc:
-        validation, used, entry_pattern = {"mode": "boundary"}, [], LAUNCHED_SCRIPT
+        validation, used, entry_pattern = {"mode": "boundary"}, _launchable(modules), LAUNCHED_SCRIPT
         starter.why["validation.mode"] = (f"{exc}: each CI launch's own script runs until training would "
                                           "start (its training boundary)")
         found = f"{exc}, and"
@@ -116,9 +119,32 @@ def detect(root: Path) -> Starter:
     deeper = [m for u in used for m in imported_modules(u, modules)]
     starter.policy["harness"] = _harness(root, [*used, *deeper], modules)
     starter.why["harness.requirements"] = REQUIREMENTS_WHY
+    python = _required_python(root)
+    if python:
+        starter.policy["harness"]["python"] = [python]
+        starter.why["harness.python"] = (f"pyproject.toml's requires-python asks for Python {python} at "
+                                         "least, newer than the one prtriage runs on: CI runs that one")
     starter.why["harness.real_packages"] = ("packages the validation imports that this machine has; every "
                                             "other missing module is stubbed")
     return starter
+
+
+def _launchable(modules: dict[str, Module]) -> list[Module]:
+    """The scripts a launch may start (a `__main__` block outside the tests): with no validator, what their
+    imports need real is what validation needs."""
+    return [m for m in modules.values() if not is_test(m) and "__main__" in m.source
+            and "__name__" in m.source]
+
+
+def _required_python(root: Path) -> str | None:
+    """`X.Y` of pyproject.toml's `requires-python = ">=X.Y..."` when it is newer than this interpreter (an
+    older Python fails on what the repository uses: pydantic refuses `typing.TypedDict` before 3.12)."""
+    pyproject = root / "pyproject.toml"
+    text = read_text(pyproject) if pyproject.is_file() else ""
+    found = re.search(r'^requires-python\s*=\s*["\'][^"\']*>=\s*(\d+)\.(\d+)', text, re.M)
+    if found is None or (int(found.group(1)), int(found.group(2))) <= sys.version_info[:2]:
+        return None
+    return f"{found.group(1)}.{found.group(2)}"
 
 
 def _validation(root: Path, modules: dict[str, Module],
