@@ -102,7 +102,7 @@ def detect(root: Path) -> Starter:
         entry_pattern = _entry_pattern(validation["entry"], validation["paths"])
         found = f"found the validator {validation['entry']}, but"
     except NoValidator as exc:
-        validation, used, entry_pattern = {"mode": "boundary"}, _launchable(modules), LAUNCHED_SCRIPT
+        validation, used, entry_pattern = {"mode": "boundary"}, _launchable(root, modules), LAUNCHED_SCRIPT
         starter.why["validation.mode"] = (f"{exc}: each CI launch's own script runs until training would "
                                           "start (its training boundary)")
         found = f"{exc}, and"
@@ -129,11 +129,13 @@ def detect(root: Path) -> Starter:
     return starter
 
 
-def _launchable(modules: dict[str, Module]) -> list[Module]:
-    """The scripts a launch may start (a `__main__` block outside the tests): with no validator, what their
-    imports need real is what validation needs."""
-    return [m for m in modules.values() if not is_test(m) and "__main__" in m.source
-            and "__name__" in m.source]
+def _launchable(root: Path, modules: dict[str, Module]) -> list[Module]:
+    """The scripts a launch may start (a `__main__` block outside the tests; `examples/`, which reading the
+    tree's modules skips, too): with no validator, what their imports need real is what validation needs."""
+    examples = read_modules(root / "examples", lambda text: "__main__" in text) \
+        if (root / "examples").is_dir() else {}
+    return [m for m in [*modules.values(), *examples.values()]
+            if not is_test(m) and "__main__" in m.source and "__name__" in m.source]
 
 
 def _required_python(root: Path) -> str | None:
