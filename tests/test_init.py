@@ -782,6 +782,11 @@ def test_scripts_a_matrix_from_another_job_runs_through_a_composite_action_shape
     (tmp_path / "pyproject.toml").write_text(newer)
     wanted = f"{sys.version_info[0]}.{sys.version_info[1] + 1}"
     assert detect(tmp_path).policy["harness"]["python"] == [wanted]
+    # a configuration package the tree pins is real even where this machine lacks it
+    write(tmp_path, {"examples/run_cli.py": "import tyro\n\nif __name__ == '__main__':\n    tyro.cli(dict)\n",
+                     "uv.lock": '[[package]]\nname = "tyro"\nversion = "0.9.1"\n'})
+    harness = detect(tmp_path).policy["harness"]
+    assert "tyro" in harness["real_packages"] and "tyro==0.9.1" in harness["requirements"]
 
 
 def test_init_alone_on_the_matrix_from_another_job_shape(tmp_path: Path, prtriage_cache: Path) -> None:

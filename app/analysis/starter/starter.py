@@ -74,6 +74,9 @@ HF_CONFIG = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "num_
              "num_key_value_heads": 8, "hidden_size": 2048, "intermediate_size": 11008, "vocab_size": 151936,
              "max_position_embeddings": 32768, "rope_theta": 1000000.0, "tie_word_embeddings": True}
 LAUNCHERS = ["python", "python3", "torchrun", "ray"]
+# Packages that parse and check configurations, by import name: their distributions.
+CONFIG_DISTRIBUTIONS = {"hydra": "hydra-core", "omegaconf": "omegaconf", "pydantic": "pydantic",
+                        "yaml": "pyyaml", "tyro": "tyro"}
 # With no validator recognised, every Python script a CI launch starts is run to its training boundary, but
 # for the tests' own helpers: CI scripts run them after the training to check its outputs (NeMo RL's
 # `tests/check_metrics.py` reads the metrics the run wrote), which no run here has written.
@@ -282,11 +285,27 @@ def _recording(entry_pattern: str, modules: dict[str, Module]) -> dict[str, Any]
 
 def _harness(root: Path, used: list[Module], modules: dict[str, Module]) -> dict[str, Any]:
     real = real_packages(used, modules)
-    harness: dict[str, Any] = {"stub_missing_modules": True, "real_packages": real,
-                               "requirements": requirements_for(real, root)}
+    requirements = requirements_for(real, root)
+    for name, distribution, version in _pinned_config_packages(root, used, modules):
+        if name not in real:
+            real.append(name)
+            requirements.append(f"{distribution}=={version}")
+    harness: dict[str, Any] = {"stub_missing_modules": True, "real_packages": sorted(real),
+                               "requirements": requirements}
     if "torch" in real:
         harness["limits"] = {"memory_mb": 8192}  # importing torch maps more than 4 GiB of address space
     return harness
+
+
+def _pinned_config_packages(root: Path, used: list[Module],
+                            modules: dict[str, Module]) -> Iterator[tuple[str, str, str]]:
+    """The configuration packages the validation imports and the tree pins (`uv.lock`, `==X`), whether or
+    not this machine has them: a stubbed OmegaConf or pydantic model validates nothing."""
+    imported = {name.split(".")[0] for m in used for node in ast.walk(m.tree) for name in import_names(node)}
+    for name in sorted(imported & CONFIG_DISTRIBUTIONS.keys() - {n.split(".")[0] for n in modules}):
+        version = pinned_version(root, CONFIG_DISTRIBUTIONS[name], exact=True)
+        if version is not None:
+            yield name, CONFIG_DISTRIBUTIONS[name], version
 
 
 def refine(starter: Starter, suites: Iterable[Suite], health: Health, root: Path | None = None) -> Starter:
