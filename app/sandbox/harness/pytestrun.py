@@ -1,0 +1,191 @@
+"""pytest run for real in the recording sandbox: the launches CI's test functions make, test by test.
+
+Runs INSIDE the sandbox next to the repository's code: imports nothing of `app`, only the standard library
+(pytest comes from the analysis environment, and only when a `pytest_launches` source asks for it).
+A CI step's text first runs in the recording bash with `pytest` as one more launcher, so that its `cd`,
+variables, `uv run` and `python -m pytest` resolve as on the CI host; each pytest command line it started
+then runs in this process with CI's own selection (`-m`, `-k`, paths), every process start intercepted
+(intercept.py): a test function's `subprocess.run(["python", "train.py", ...])` is recorded, answered as a
+healthy GPU host would, and attributed to the test that made it. What a test asserts afterwards about its
+training's output fails here, which is no concern of capture.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import signal
+import sys
+import tempfile
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # inside the sandbox the harness directory is on sys.path, siblings are top-level modules
+    from app.sandbox.harness import intercept_shell
+else:
+    import intercept_shell
+
+# Options of pytest plugins the analysis environment may lack (parallelism, reruns, coverage, timeouts): CI's
+# selection does not depend on them, and pytest refuses an option no installed plugin defines.
+PLUGIN_OPTIONS_WITH_VALUE = frozenset({"-n", "--numprocesses", "--dist", "--maxprocesses", "--timeout",
+                                       "--reruns", "--reruns-delay", "--cov", "--cov-report",
+                                       "--cov-config", "--junitxml", "--junit-xml", "--html",
+                                       "--durations", "--durations-min", "--basetemp", "-p"})
+PLUGIN_FLAGS = frozenset({"--cov-append", "--no-cov", "--forked", "--benchmark-disable",
+                          "--benchmark-skip", "--cache-clear", "--lf", "--ff", "--last-failed",
+                          "--failed-first", "--pdb", "--exitfirst", "-x"})
+NO_PYTEST = ("pytest is not installed in the analysis environment, so CI's test functions cannot run: "
+             "add it to harness.requirements (pytest==<CI's version>)")
+OUTSIDE_TESTS = "(collection)"  # launches made while no test ran: at import of a test module or conftest
+PYTEST_OWN_VARIABLES = ("PYTEST_CURRENT_TEST", "PYTEST_VERSION")
+MAX_PYTEST_RUNS = 8  # of one CI step
+MAX_ERROR_CHARS = 500
+EXIT_REASONS = {2: "pytest was interrupted", 3: "pytest failed internally",
+                4: "pytest refused its command line", 5: "CI's selection collected no test"}
+
+
+class OutOfTime(KeyboardInterrupt):
+    """The item's own time limit: pytest ends its session at a KeyboardInterrupt, with what it recorded."""
+
+
+def is_pytest(argv: list[str]) -> bool:
+    """A launch that starts pytest: `pytest ...`, `/path/bin/pytest ...`, `python -m pytest ...`."""
+    if not argv:
+        return False
+    name = os.path.basename(argv[0])
+    if name in ("pytest", "py.test"):
+        return True
+    return (name.startswith("python") and len(argv) > 2 and argv[1] == "-m"
+            and argv[2] in ("pytest", "py.test"))
+
+
+def pytest_arguments(argv: list[str]) -> list[str]:
+    """The words after pytest, without the options of plugins the sandbox may lack."""
+    words = argv[3:] if os.path.basename(argv[0]).startswith("python") else argv[1:]
+    kept: list[str] = []
+    skip = False
+    for word in words:
+        if skip:
+            skip = False
+            continue
+        name = word.split("=", 1)[0]
+        if name in PLUGIN_OPTIONS_WITH_VALUE:
+            skip = "=" not in word
+            continue
+        if name in PLUGIN_FLAGS or name.startswith("--cov") or (word.startswith("-n") and word[2:].isdigit()):
+            continue
+        kept.append(word)
+    return kept
+
+
+class Attribution:
+    """The pytest plugin that gives each test its own records directory, so each launch names its test."""
+
+    def __init__(self, settings: intercept_shell.ShellSettings) -> None:
+        self.settings = settings
+        self.outside = settings.records
+        self.directories: list[tuple[str, str]] = [(OUTSIDE_TESTS, self.outside)]
+        self.collected = 0
+
+    def pytest_collection_modifyitems(self, items: list[Any]) -> None:
+        self.collected = len(items)
+
+    def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
+        directory = tempfile.mkdtemp(prefix="test-", dir=self.outside)
+        self.directories.append((nodeid, directory))
+        self.settings.records = directory
+
+    def pytest_runtest_logfinish(self, nodeid: str, location: Any) -> None:
+        self.settings.records = self.outside
+
+    def launches(self) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = []
+        for test, directory in self.directories:
+            for launch in intercept_shell.read_launches(directory):
+                for name in PYTEST_OWN_VARIABLES:  # what pytest itself exports is no CI fact
+                    launch["env"].pop(name, None)
+                found.append({**launch, "test": test})
+        return found
+
+
+Launches = list[dict[str, Any]]
+
+
+def run_step(text: str, settings: intercept_shell.ShellSettings, repo: str, remaining: Callable[[], float],
+             clean_env: Callable[[Launches], None]) -> tuple[str, str | None, Launches]:
+    """(state, reason, launches) of one CI step: its text in the recording bash, then each pytest it
+    started, for real, sharing the seconds `remaining` gives. state: "ended" (every pytest ran its
+    selection) or "failed"."""
+    try:
+        import pytest
+    except ImportError:
+        return "failed", NO_PYTEST, []
+    os.chdir(repo)
+    intercept_shell.run_shell(settings, "set -e\n" + text, None, repo)
+    started = [launch for launch in intercept_shell.read_launches(settings.records)
+               if is_pytest(launch["argv"])]
+    if not started:
+        return "failed", "the step started no pytest", []
+    launches: list[dict[str, Any]] = []
+    reasons: list[str] = []
+    runs = started[:MAX_PYTEST_RUNS]
+    for number, run in enumerate(runs):
+        found, reason = run_pytest(pytest, run, settings, repo, remaining() / (len(runs) - number))
+        clean_env(found)
+        launches += found
+        if reason:
+            reasons.append(reason if len(started) == 1 else f"pytest run {number + 1}: {reason}")
+    if len(started) > MAX_PYTEST_RUNS:
+        reasons.append(f"{len(started) - MAX_PYTEST_RUNS} more pytest runs of the step were left out")
+    return ("failed" if reasons else "ended"), "; ".join(reasons) or None, launches
+
+
+def run_pytest(pytest: Any, started: dict[str, Any], settings: intercept_shell.ShellSettings, repo: str,
+               seconds: float) -> tuple[list[dict[str, Any]], str | None]:
+    """One pytest command line as CI started it (its words, directory and exported environment), in this
+    process: the launches its tests made, and why it did not run its whole selection (None: it did)."""
+    records = tempfile.mkdtemp(prefix="pytest-", dir=settings.records)
+    settings.records = records
+    plugin = Attribution(settings)
+    cwd = started.get("cwd") or repo
+    saved = (dict(os.environ), list(sys.argv), list(sys.path), os.getcwd(), sys.stderr)
+    os.environ.update(started.get("env") or {})
+    errors = io.StringIO()
+    signal.signal(signal.SIGALRM, _out_of_time)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        os.chdir(cwd if os.path.isdir(cwd) else repo)
+        sys.argv = ["pytest"]
+        sys.stderr = errors
+        status = int(pytest.main([*pytest_arguments(started["argv"]), "-p", "no:cacheprovider", "-q"],
+                                 plugins=[plugin]))
+    except OutOfTime:
+        status = 2
+    except BaseException as error:  # conftest code, whatever it does, is the reason
+        status, errors = 3, io.StringIO(f"{type(error).__name__}: {error}")
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        environment, sys.argv, sys.path[:], cwd, sys.stderr = saved
+        os.environ.clear()
+        os.environ.update(environment)
+        os.chdir(cwd)
+        settings.records = os.path.dirname(records)
+    launches = plugin.launches()
+    shutil.rmtree(records, ignore_errors=True)
+    return launches, _reason(status, errors.getvalue(), plugin.collected, seconds)
+
+
+def _reason(status: int, errors: str, collected: int, seconds: float) -> str | None:
+    if status in (0, 1):  # the selection ran; its tests' own failures are what the sandbox lacks
+        return None
+    reason = EXIT_REASONS.get(status, f"pytest ended with status {status}")
+    if status == 2:
+        reason = f"pytest ran out of its {seconds:g}s after collecting {collected} test(s)"
+    lines = [line.strip() for line in errors.splitlines() if line.strip()]
+    detail = next((line for line in lines if line.startswith(("ERROR", "E "))), lines[-1] if lines else "")
+    return f"{reason}: {detail[:MAX_ERROR_CHARS]}" if detail and status != 2 else reason
+
+
+def _out_of_time(signum: int, frame: Any) -> None:
+    raise OutOfTime()
