@@ -198,3 +198,95 @@ def test_a_head_adding_an_assert_that_rejects_a_pytest_launch_is_blocked(tmp_pat
     assert (finding["kind"], finding["suites"]) == ("new_rejection", ["tests/test_e2e.py::test_train[4]"])
     assert (finding["path"], finding["line"]) == ("train.py", line_of(repo, "train.py", "assert args.tp < 4"))
     assert "tp 4 is not supported yet" in finding["message"]
+
+
+# prime-rl's shape: the package under src/ (its configs in a uv workspace member's src/), the tests start the
+# project's console script through `uv run`, the workflow passes the test file from a matrix row.
+CHECKS = '''\
+def check(tp, world):
+    assert world % tp == 0, "world size must divide by tp"
+'''
+SRC_TRAIN = '''\
+import argparse
+
+import torch.distributed as dist
+
+from toy.checks import check
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tp", type=int, default=1)
+    parser.add_argument("--world", type=int, default=8)
+    args = parser.parse_args()
+    check(args.tp, args.world)
+    dist.init_process_group(backend="nccl")
+
+
+if __name__ == "__main__":
+    main()
+'''
+CONSOLE_TESTS = '''\
+import subprocess
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def launched():
+    return [subprocess.Popen(["uv", "run", "toy-train", "--tp", str(tp), "--world", "8"]).wait()
+            for tp in (2, 4)]
+
+
+def test_no_error(launched):
+    assert launched == [0, 0]
+'''
+CONSOLE_WORKFLOW = '''\
+name: gpu
+on: [pull_request]
+jobs:
+  integration:
+    strategy:
+      matrix:
+        include:
+          - pytest_args: tests/integration/test_toy.py
+    steps:
+      - run: uv sync
+      - run: uv run pytest -vvs ${{ matrix.pytest_args }}
+'''
+CONSOLE_FILES = {
+    "pyproject.toml": '[project]\nname = "toy"\n[project.scripts]\ntoy-train = "toy.train:main"\n'
+                      '[tool.uv.sources]\ntoy-configs = { path = "packages/toy-configs", editable = true }\n',
+    "src/toy/train.py": SRC_TRAIN,
+    "packages/toy-configs/src/toy/checks.py": CHECKS,
+    "tests/integration/test_toy.py": CONSOLE_TESTS,
+    ".github/workflows/gpu.yml": CONSOLE_WORKFLOW,
+}
+CONSOLE_POLICY = POLICY.replace(r"'(^|/)train\.py$'", r"'(^|/)src/toy/\w+\.py$'")
+
+
+def test_a_console_script_of_a_src_layout_launched_by_a_fixture_is_validated_as_its_module(
+        tmp_path: Path) -> None:
+    working_sandbox()
+    repo = write_repo(tmp_path, CONSOLE_FILES)
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    git(repo, "checkout", "-qb", "pr")
+    checks = repo / "packages/toy-configs/src/toy/checks.py"
+    checks.write_text(checks.read_text() + '    assert tp < 4, "tp 4 is not supported yet"\n')
+    git(repo, "commit", "-qam", "refuse tp 4")
+    policy_file = tmp_path / "policy.yml"
+    policy_file.write_text(CONSOLE_POLICY)
+    run = prtriage("check", "--repo", str(repo), "--base", "main", "--head", "pr", "--policy",
+                   str(policy_file), "--format", "json", cache_dir=tmp_path / "cache")
+    assert run.returncode == 1, run.describe()
+    report = run.json()
+    suites = {s["id"]: s for s in report["suites"]}
+    assert sorted(suites) == ["tests/integration/test_toy.py::test_no_error",
+                              "tests/integration/test_toy.py::test_no_error#2"]
+    assert suites["tests/integration/test_toy.py::test_no_error"]["argv"] == ["--tp", "2", "--world", "8"]
+    assert report["health"]["base"]["accepted"] == 2  # toy.checks imported for real, from the member's src/
+    [finding] = [f for f in report["findings"] if f["severity"] == "blocking"]
+    assert finding["suites"] == ["tests/integration/test_toy.py::test_no_error#2"]
+    assert finding["path"] == "packages/toy-configs/src/toy/checks.py"

@@ -73,7 +73,8 @@ class Capture:
         self.seconds = float((self.harness.get("limits") or {}).get("suite_seconds", 60))
         self.launchers: list[str] = list(self.source.get("launchers") or [])
         if self.source.get("kind") == "pytest_launches":  # a step's pytest is recorded, then run for real
-            self.launchers += [name for name in ("pytest", "py.test") if name not in self.launchers]
+            wanted = ["pytest", "py.test", *pytestrun.console_scripts(self.repo)]
+            self.launchers += [name for name in wanted if name not in self.launchers]
         self.tools = intercept_shell.prepare_tools(self.launchers)
         # The sandbox's own environment is no CI fact: a launch's env is what the CI chain exported.
         self.sandbox_env = dict(os.environ)
@@ -157,7 +158,7 @@ class Capture:
         """A pytest_launches step's message: the launches its pytest runs' test functions made, each naming
         its test (`test`)."""
         started = os.times().elapsed  # real time: vclock's clocks advance with the script's sleeps
-        sys.path[:] = [self.repo, *(p for p in sys.path if p != HARNESS_DIR)]
+        sys.path[:] = [*common.import_roots(self.repo), *(p for p in sys.path if p != HARNESS_DIR)]
         for name in HARNESS_MODULES:
             sys.modules.pop(name, None)
 

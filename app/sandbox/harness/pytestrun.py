@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import shutil
 import signal
 import sys
 import tempfile
+import tomllib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +45,42 @@ MAX_PYTEST_RUNS = 8  # of one CI step
 MAX_ERROR_CHARS = 500
 EXIT_REASONS = {2: "pytest was interrupted", 3: "pytest failed internally",
                 4: "pytest refused its command line", 5: "CI's selection collected no test"}
+
+
+MAX_PYPROJECT_BYTES = 1 << 20
+_SCRIPT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+
+
+def console_scripts(repo: str) -> dict[str, str]:
+    """The repository's own console scripts (`[project.scripts]` of its pyproject.toml: `sft =
+    "prime_rl.entrypoints.sft:main"`) by name, each as the file of its module (`<repo>/src/prime_rl/
+    entrypoints/sft.py`), for those whose module is a file of the tree. CI's `uv run sft ...` starts that
+    module's code: recorded as a launch of the file, its words are the entry's."""
+    try:
+        with open(os.path.join(repo, "pyproject.toml"), "rb") as handle:
+            text = handle.read(MAX_PYPROJECT_BYTES + 1)
+        project = tomllib.loads(text.decode("utf-8", "replace")) if len(text) <= MAX_PYPROJECT_BYTES else {}
+    except (OSError, tomllib.TOMLDecodeError):
+        return {}
+    scripts = (project.get("project") or {}).get("scripts") or {}
+    found: dict[str, str] = {}
+    for name, target in scripts.items() if isinstance(scripts, dict) else ():
+        if not (isinstance(target, str) and _SCRIPT_NAME.fullmatch(name)):
+            continue
+        module = target.partition(":")[0].strip().replace(".", "/")
+        for candidate in (f"{module}.py", f"src/{module}.py", f"{module}/__main__.py",
+                          f"src/{module}/__main__.py"):
+            if os.path.isfile(os.path.join(repo, candidate)):
+                found[name] = os.path.join(repo, candidate)
+                break
+    return found
+
+
+def as_module_file(launch: dict[str, Any], scripts: dict[str, str]) -> dict[str, Any]:
+    """A launch of a console script as the python launch of its module's file."""
+    argv = launch["argv"]
+    path = scripts.get(os.path.basename(argv[0])) if argv else None
+    return {**launch, "argv": ["python3", path, *argv[1:]]} if path else launch
 
 
 class OutOfTime(KeyboardInterrupt):
@@ -82,8 +120,8 @@ def pytest_arguments(argv: list[str]) -> list[str]:
 class Attribution:
     """The pytest plugin that gives each test its own records directory, so each launch names its test."""
 
-    def __init__(self, settings: intercept_shell.ShellSettings) -> None:
-        self.settings = settings
+    def __init__(self, settings: intercept_shell.ShellSettings, scripts: dict[str, str]) -> None:
+        self.settings, self.scripts = settings, scripts
         self.outside = settings.records
         self.directories: list[tuple[str, str]] = [(OUTSIDE_TESTS, self.outside)]
         self.collected = 0
@@ -105,7 +143,7 @@ class Attribution:
             for launch in intercept_shell.read_launches(directory):
                 for name in PYTEST_OWN_VARIABLES:  # what pytest itself exports is no CI fact
                     launch["env"].pop(name, None)
-                found.append({**launch, "test": test})
+                found.append({**as_module_file(launch, self.scripts), "test": test})
         return found
 
 
@@ -147,7 +185,7 @@ def run_pytest(pytest: Any, started: dict[str, Any], settings: intercept_shell.S
     process: the launches its tests made, and why it did not run its whole selection (None: it did)."""
     records = tempfile.mkdtemp(prefix="pytest-", dir=settings.records)
     settings.records = records
-    plugin = Attribution(settings)
+    plugin = Attribution(settings, console_scripts(repo))
     cwd = started.get("cwd") or repo
     saved = (dict(os.environ), list(sys.argv), list(sys.path), os.getcwd(), sys.stderr)
     os.environ.update(started.get("env") or {})
