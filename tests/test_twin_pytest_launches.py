@@ -22,7 +22,8 @@ from harness_twin import line_of
 from needs import working_sandbox
 from twin.cli import prtriage
 
-from app.analysis.core.policy import Harness, Policy
+from app.analysis.core.policy import Harness, Policy, parse_policy
+from app.analysis.starter.starter import detect, render
 from app.engine.matrix_capture import capture_matrix
 from app.sandbox.interpreter import Interpreter
 
@@ -290,3 +291,37 @@ def test_a_console_script_of_a_src_layout_launched_by_a_fixture_is_validated_as_
     [finding] = [f for f in report["findings"] if f["severity"] == "blocking"]
     assert finding["suites"] == ["tests/integration/test_toy.py::test_no_error#2"]
     assert finding["path"] == "packages/toy-configs/src/toy/checks.py"
+
+
+def test_init_detects_pytest_launches_pins_pytest_as_ci_and_leaves_pytest_args_to_it(tmp_path: Path) -> None:
+    root = write_repo(tmp_path, {**CONSOLE_FILES,
+                                 "uv.lock": '[[package]]\nname = "pytest"\nversion = "9.0.3"\n'})
+    starter = detect(root)
+    # the row's `pytest_args` names a test file pytest runs: no workflow_rows source runs it as a script
+    [source] = starter.policy["matrix"]["sources"]
+    assert (source["kind"], source["workflows"]) == ("pytest_launches", [".github/workflows/gpu.yml"])
+    assert "pytest==9.0.3" in starter.policy["harness"]["requirements"]
+    assert "tests/integration/test_toy.py" in starter.why["matrix.sources[0]"]
+    assert parse_policy(render(starter), "starter").matrix.sources[0].kind == "pytest_launches"
+
+
+def test_init_alone_writes_a_policy_whose_check_blocks_the_rejecting_head(tmp_path: Path) -> None:
+    working_sandbox()
+    repo = write_repo(tmp_path, FILES)
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    written = tmp_path / "init.yml"
+    init = prtriage("init", "--repo", str(repo), "--output", str(written), cache_dir=tmp_path / "cache")
+    assert written.is_file(), init.describe()
+    assert "kind: pytest_launches" in written.read_text()
+    git(repo, "checkout", "-qb", "pr")
+    train = repo / "train.py"
+    marker = '    assert args.world % args.tp == 0, "world size must divide by tp"\n'
+    train.write_text(train.read_text().replace(marker, marker + NEW_ASSERT))
+    git(repo, "commit", "-qam", "refuse tp 4")
+    run = prtriage("check", "--repo", str(repo), "--base", "main", "--head", "pr", "--policy", str(written),
+                   "--format", "json", cache_dir=tmp_path / "cache")
+    assert run.returncode == 1, run.describe()
+    [finding] = [f for f in run.json()["findings"] if f["severity"] == "blocking"]
+    assert finding["suites"] == ["tests/test_e2e.py::test_train[4]"]

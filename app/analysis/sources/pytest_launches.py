@@ -117,4 +117,4 @@ def _launching_tests(root: Path) -> list[str]:
     return [path.relative_to(root).as_posix() for path in found]
 
 
-KIND = SourceKind(PytestLaunches, list_items, recorded, detect)
+KIND = SourceKind(PytestLaunches, list_items, recorded, detect, needs=("pytest",))

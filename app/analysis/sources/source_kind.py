@@ -115,13 +115,16 @@ class SourceKind(Generic[Keys]):
     where the sandbox mounted the tree; None for a kind the host lists completely (nothing of it runs in
     the sandbox). The capture harness records launches of every item, or, for `python_definitions`, the
     definitions the named function returns. `detect`: how `prtriage init` finds the kind in a tree (the
-    tree's root and how its scripts' launches are recorded -> the source's keys, each with why).
+    tree's root and how its scripts' launches are recorded -> the source's keys, each with why). `needs`:
+    import packages the capture harness itself imports for the kind (`pytest`), which `init` puts into the
+    analysis environment's requirements when it writes the kind.
     """
 
     keys: type[Keys]
     list_items: Callable[[Keys, SourceTree, str], Listing]
     recorded: Callable[[ScriptReport, Keys, str], Found] | None = None
     detect: Callable[[Path, dict[str, Any]], Iterator[tuple[dict[str, Any], str]]] | None = None
+    needs: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:

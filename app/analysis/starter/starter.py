@@ -115,6 +115,7 @@ def detect(root: Path) -> Starter:
         starter.why[f"matrix.sources[{index}]"] = reason
     deeper = [m for u in used for m in imported_modules(u, modules)]
     starter.policy["harness"] = _harness(root, [*used, *deeper], modules)
+    _add_needs(starter.policy["harness"], [source for source, _ in sources], root)
     starter.why["harness.requirements"] = REQUIREMENTS_WHY
     starter.why["harness.real_packages"] = ("packages the validation imports that this machine has; every "
                                             "other missing module is stubbed")
@@ -242,6 +243,13 @@ def _sources(root: Path, recording: dict[str, Any]) -> Iterator[tuple[dict[str, 
     for kind in KINDS.values():
         if kind.detect is not None:
             yield from kind.detect(root, recording)
+
+
+def _add_needs(harness: dict[str, Any], sources: list[dict[str, Any]], root: Path) -> None:
+    """What the written kinds' capture imports itself (pytest), pinned as CI has it, among the
+    requirements."""
+    needs = [name for source in sources for name in KINDS[source["kind"]].needs]
+    harness["requirements"] = list(dict.fromkeys([*harness["requirements"], *requirements_for(needs, root)]))
 
 
 def _recording(entry_pattern: str, modules: dict[str, Module]) -> dict[str, Any]:

@@ -125,9 +125,22 @@ class Attribution:
         self.outside = settings.records
         self.directories: list[tuple[str, str]] = [(OUTSIDE_TESTS, self.outside)]
         self.collected = 0
+        self.collection_errors: list[str] = []  # test modules that did not import here
+        self.out_of_time = False
 
     def pytest_collection_modifyitems(self, items: list[Any]) -> None:
         self.collected = len(items)
+
+    def pytest_collectreport(self, report: Any) -> None:
+        if report.failed:
+            lines = [line for line in str(report.longrepr).splitlines() if line.startswith("E ")]
+            error = lines[-1][1:].strip() if lines else str(report.longrepr).strip().splitlines()[-1:]
+            self.collection_errors.append(f"{report.nodeid}: {str(error)[:MAX_ERROR_CHARS]}")
+
+    def stop(self, signum: int, frame: Any) -> None:
+        """SIGALRM: the item's time is up."""
+        self.out_of_time = True
+        raise OutOfTime()
 
     def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
         directory = tempfile.mkdtemp(prefix="test-", dir=self.outside)
@@ -190,14 +203,16 @@ def run_pytest(pytest: Any, started: dict[str, Any], settings: intercept_shell.S
     saved = (dict(os.environ), list(sys.argv), list(sys.path), os.getcwd(), sys.stderr)
     os.environ.update(started.get("env") or {})
     errors = io.StringIO()
-    signal.signal(signal.SIGALRM, _out_of_time)
+    signal.signal(signal.SIGALRM, plugin.stop)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         os.chdir(cwd if os.path.isdir(cwd) else repo)
         sys.argv = ["pytest"]
         sys.stderr = errors
-        status = int(pytest.main([*pytest_arguments(started["argv"]), "-p", "no:cacheprovider", "-q"],
-                                 plugins=[plugin]))
+        # A test module that does not import here (a package the analysis environment lacks) must not
+        # cost the launches of the others, as it would with pytest's default stop at collection errors.
+        status = int(pytest.main([*pytest_arguments(started["argv"]), "-p", "no:cacheprovider", "-q",
+                                  "--continue-on-collection-errors"], plugins=[plugin]))
     except OutOfTime:
         status = 2
     except BaseException as error:  # conftest code, whatever it does, is the reason
@@ -211,19 +226,21 @@ def run_pytest(pytest: Any, started: dict[str, Any], settings: intercept_shell.S
         settings.records = os.path.dirname(records)
     launches = plugin.launches()
     shutil.rmtree(records, ignore_errors=True)
-    return launches, _reason(status, errors.getvalue(), plugin.collected, seconds)
+    return launches, _reason(status, errors.getvalue(), plugin, seconds)
 
 
-def _reason(status: int, errors: str, collected: int, seconds: float) -> str | None:
-    if status in (0, 1):  # the selection ran; its tests' own failures are what the sandbox lacks
-        return None
+def _reason(status: int, errors: str, plugin: Attribution, seconds: float) -> str | None:
+    """Why the run did not cover CI's whole selection: out of time, pytest's own refusal, or test modules
+    that did not import here (None: it covered it; its tests' own failures are what the sandbox lacks)."""
+    failed = plugin.collection_errors
+    unimported = (f"{len(failed)} test module(s) did not import here, their tests did not run: "
+                  + "; ".join(failed[:2]) + (" ..." if len(failed) > 2 else "")) if failed else None
+    if plugin.out_of_time:
+        timed = f"pytest ran out of its {seconds:g}s after collecting {plugin.collected} test(s)"
+        return f"{timed}; {unimported}" if unimported else timed
+    if status in (0, 1):
+        return unimported
     reason = EXIT_REASONS.get(status, f"pytest ended with status {status}")
-    if status == 2:
-        reason = f"pytest ran out of its {seconds:g}s after collecting {collected} test(s)"
     lines = [line.strip() for line in errors.splitlines() if line.strip()]
     detail = next((line for line in lines if line.startswith(("ERROR", "E "))), lines[-1] if lines else "")
-    return f"{reason}: {detail[:MAX_ERROR_CHARS]}" if detail and status != 2 else reason
-
-
-def _out_of_time(signum: int, frame: Any) -> None:
-    raise OutOfTime()
+    return f"{reason}: {detail[:MAX_ERROR_CHARS]}" if detail else reason
