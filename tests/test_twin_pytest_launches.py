@@ -325,3 +325,16 @@ def test_init_alone_writes_a_policy_whose_check_blocks_the_rejecting_head(tmp_pa
     assert run.returncode == 1, run.describe()
     [finding] = [f for f in run.json()["findings"] if f["severity"] == "blocking"]
     assert finding["suites"] == ["tests/test_e2e.py::test_train[4]"]
+
+
+def test_a_test_module_that_does_not_import_here_costs_only_its_own_tests(tmp_path: Path) -> None:
+    """prime-rl's unit tests: 17 of its modules fail at import on stubbed packages; pytest's default stop at
+    collection errors had cost every other test's launches."""
+    working_sandbox()
+    broken = {"tests/test_broken.py": "import pytest\n\nLIMITS = {}\nLIMITS['x'] += 1\n"}
+    repo = write_repo(tmp_path, {**FILES, **broken})
+    matrix, _ = capture_matrix(repo, policy(), cache_dir=None, interpreter=with_pytest())
+    assert len(matrix.suites) == 2
+    [partial] = matrix.partial
+    assert "1 test module(s) did not import here" in partial.reason
+    assert "tests/test_broken.py: KeyError: 'x'" in partial.reason, partial.reason
