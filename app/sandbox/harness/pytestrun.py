@@ -134,7 +134,8 @@ class Attribution:
     def pytest_collectreport(self, report: Any) -> None:
         if report.failed:
             lines = [line for line in str(report.longrepr).splitlines() if line.startswith("E ")]
-            error = lines[-1][1:].strip() if lines else str(report.longrepr).strip().splitlines()[-1:]
+            # pytest's first `E` line names the exception; the ones after it continue its message
+            error = lines[0][1:].strip() if lines else str(report.longrepr).strip().splitlines()[-1:]
             self.collection_errors.append(f"{report.nodeid}: {str(error)[:MAX_ERROR_CHARS]}")
 
     def stop(self, signum: int, frame: Any) -> None:
