@@ -76,7 +76,7 @@ jobs:
       - uses: actions/checkout@v4
       - run: pip install -e .
       - name: e2e tests
-        run: pytest -m e2e tests/
+        run: pytest -n 4 --timeout=600 -m e2e tests/  # xdist and pytest-timeout: absent in the sandbox
 '''
 FILES = {
     "train.py": TRAIN,

@@ -36,7 +36,7 @@ PLUGIN_OPTIONS_WITH_VALUE = frozenset({"-n", "--numprocesses", "--dist", "--maxp
                                        "--durations", "--durations-min", "--basetemp", "-p"})
 PLUGIN_FLAGS = frozenset({"--cov-append", "--no-cov", "--forked", "--benchmark-disable",
                           "--benchmark-skip", "--cache-clear", "--lf", "--ff", "--last-failed",
-                          "--failed-first", "--pdb", "--exitfirst", "-x"})
+                          "--failed-first", "--pdb", "--trace", "--exitfirst", "-x"})
 NO_PYTEST = ("pytest is not installed in the analysis environment, so CI's test functions cannot run: "
              "add it to harness.requirements (pytest==<CI's version>)")
 OUTSIDE_TESTS = "(collection)"  # launches made while no test ran: at import of a test module or conftest
