@@ -338,3 +338,29 @@ def test_a_test_module_that_does_not_import_here_costs_only_its_own_tests(tmp_pa
     [partial] = matrix.partial
     assert "1 test module(s) did not import here" in partial.reason
     assert "tests/test_broken.py: KeyError: 'x'" in partial.reason, partial.reason
+
+
+IN_PROCESS = '''\
+import runpy
+import sys
+
+import pytest
+
+
+@pytest.mark.e2e
+def test_recipe(monkeypatch):
+    monkeypatch.setattr(sys, "argv", ["train.py", "--tp", "8", "--world", "8"])
+    runpy.run_path("train.py", run_name="__main__")
+'''
+
+
+def test_an_entry_a_test_runs_in_its_own_process_is_recorded_as_its_launch(tmp_path: Path) -> None:
+    """pytorch/torchtune's recipe tests: `sys.argv` set, then `runpy.run_path(<the CLI>,
+    run_name="__main__")` in the test's own process; no subprocess to intercept."""
+    working_sandbox()
+    repo = write_repo(tmp_path, {**FILES, "tests/test_inprocess.py": IN_PROCESS})
+    matrix, _ = capture_matrix(repo, policy(), cache_dir=None, interpreter=with_pytest())
+    suites = {suite.id: suite for suite in matrix.suites}
+    recipe = suites["tests/test_inprocess.py::test_recipe"]
+    assert (recipe.entry, list(recipe.argv)) == ("train.py", ["--tp", "8", "--world", "8"])
+    assert len(suites) == 3 and matrix.partial == ()  # the two subprocess launches of test_e2e too

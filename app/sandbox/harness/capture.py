@@ -166,7 +166,7 @@ class Capture:
             return max(1.0, self.seconds * SOFT_LIMIT_SHARE - (os.times().elapsed - started))
 
         state, reason, launches = pytestrun.run_step(item["shell"], settings, self.repo, remaining,
-                                                     self.clean_env)
+                                                     self.clean_env, str(self.source.get("entry") or ""))
         return self.message(item["id"], records, (state, reason), {}, settings.problems, launches)
 
     def define(self, target: str) -> dict[str, Any]:

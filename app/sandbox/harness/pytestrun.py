@@ -15,6 +15,8 @@ from __future__ import annotations
 import io
 import os
 import re
+import runpy
+import shlex
 import shutil
 import signal
 import sys
@@ -81,6 +83,45 @@ def as_module_file(launch: dict[str, Any], scripts: dict[str, str]) -> dict[str,
     argv = launch["argv"]
     path = scripts.get(os.path.basename(argv[0])) if argv else None
     return {**launch, "argv": ["python3", path, *argv[1:]]} if path else launch
+
+
+class InProcess:
+    """The entry a test runs in its own process, as CI would start it: `sys.argv` set, then
+    `runpy.run_path("recipes/train.py", run_name="__main__")` or `runpy.run_module("pkg.train", ...)`
+    (pytorch/torchtune's recipe tests). Recorded as the launch `python3 <path> <sys.argv[1:]>` (`-m <module>`)
+    and not run: the training after its validation is not for the sandbox. Any other file runs as it would."""
+
+    def __init__(self, settings: intercept_shell.ShellSettings, entry: str) -> None:
+        self.settings = settings
+        try:
+            self.entry: re.Pattern[str] | None = re.compile(entry) if entry else None
+        except re.error:
+            self.entry = None
+        self.real = (runpy.run_path, runpy.run_module)
+
+    def __enter__(self) -> InProcess:
+        runpy.run_path, runpy.run_module = self.run_path, self.run_module
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        runpy.run_path, runpy.run_module = self.real
+
+    def run_path(self, path_name: Any, init_globals: Any = None, run_name: Any = None) -> dict[str, Any]:
+        path = os.path.abspath(os.fsdecode(path_name))
+        if run_name == "__main__" and self.entry is not None and self.entry.search(path):
+            return self.record(["python3", path], init_globals)
+        return self.real[0](path_name, init_globals, run_name)
+
+    def run_module(self, mod_name: str, init_globals: Any = None, run_name: Any = None,
+                   alter_sys: bool = False) -> dict[str, Any]:
+        if run_name == "__main__" and self.entry is not None and self.entry.search(mod_name):
+            return self.record(["python3", "-m", mod_name], init_globals)
+        return self.real[1](mod_name, init_globals, run_name, alter_sys)
+
+    def record(self, launcher: list[str], init_globals: Any) -> dict[str, Any]:
+        words = [str(word) for word in sys.argv[1:]]
+        intercept_shell.run_shell(self.settings, shlex.join([*launcher, *words]), None, os.getcwd())
+        return dict(init_globals or {})
 
 
 class OutOfTime(KeyboardInterrupt):
@@ -165,7 +206,7 @@ Launches = list[dict[str, Any]]
 
 
 def run_step(text: str, settings: intercept_shell.ShellSettings, repo: str, remaining: Callable[[], float],
-             clean_env: Callable[[Launches], None]) -> tuple[str, str | None, Launches]:
+             clean_env: Callable[[Launches], None], entry: str = "") -> tuple[str, str | None, Launches]:
     """(state, reason, launches) of one CI step: its text in the recording bash, then each pytest it
     started, for real, sharing the seconds `remaining` gives. state: "ended" (every pytest ran its
     selection) or "failed"."""
@@ -183,7 +224,7 @@ def run_step(text: str, settings: intercept_shell.ShellSettings, repo: str, rema
     reasons: list[str] = []
     runs = started[:MAX_PYTEST_RUNS]
     for number, run in enumerate(runs):
-        found, reason = run_pytest(pytest, run, settings, repo, remaining() / (len(runs) - number))
+        found, reason = run_pytest(pytest, run, settings, repo, remaining() / (len(runs) - number), entry)
         clean_env(found)
         launches += found
         if reason:
@@ -194,7 +235,7 @@ def run_step(text: str, settings: intercept_shell.ShellSettings, repo: str, rema
 
 
 def run_pytest(pytest: Any, started: dict[str, Any], settings: intercept_shell.ShellSettings, repo: str,
-               seconds: float) -> tuple[list[dict[str, Any]], str | None]:
+               seconds: float, entry: str = "") -> tuple[list[dict[str, Any]], str | None]:
     """One pytest command line as CI started it (its words, directory and exported environment), in this
     process: the launches its tests made, and why it did not run its whole selection (None: it did)."""
     records = tempfile.mkdtemp(prefix="pytest-", dir=settings.records)
@@ -212,8 +253,9 @@ def run_pytest(pytest: Any, started: dict[str, Any], settings: intercept_shell.S
         sys.stderr = errors
         # A test module that does not import here (a package the analysis environment lacks) must not
         # cost the launches of the others, as it would with pytest's default stop at collection errors.
-        status = int(pytest.main([*pytest_arguments(started["argv"]), "-p", "no:cacheprovider", "-q",
-                                  "--continue-on-collection-errors"], plugins=[plugin]))
+        with InProcess(settings, entry):
+            status = int(pytest.main([*pytest_arguments(started["argv"]), "-p", "no:cacheprovider", "-q",
+                                      "--continue-on-collection-errors"], plugins=[plugin]))
     except OutOfTime:
         status = 2
     except BaseException as error:  # conftest code, whatever it does, is the reason
