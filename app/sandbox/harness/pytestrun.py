@@ -285,5 +285,7 @@ def _reason(status: int, errors: str, plugin: Attribution, seconds: float) -> st
         return unimported
     reason = EXIT_REASONS.get(status, f"pytest ended with status {status}")
     lines = [line.strip() for line in errors.splitlines() if line.strip()]
-    detail = next((line for line in lines if line.startswith(("ERROR", "E "))), lines[-1] if lines else "")
+    # pytest's `E` lines are the exception and its message (a conftest's ImportError spans several)
+    marked = [line.removeprefix("E").strip() for line in lines if line.startswith(("ERROR", "E "))]
+    detail = " ".join(word for word in marked[:4] if word) if marked else lines[-1] if lines else ""
     return f"{reason}: {detail[:MAX_ERROR_CHARS]}" if detail else reason
