@@ -117,4 +117,19 @@ def _launching_tests(root: Path) -> list[str]:
     return [path.relative_to(root).as_posix() for path in found]
 
 
-KIND = SourceKind(PytestLaunches, list_items, recorded, detect, needs=("pytest",))
+_PLUGIN = re.compile(r"(?<![\w.-])(pytest-[A-Za-z0-9][\w.-]*?)(?=\s*(?:[\[<>=!~;,'\"]|$))", re.M)
+DEPENDENCY_FILES = ("pyproject.toml", "setup.py", "setup.cfg", "requirements*.txt", "requirements/*.txt")
+MAX_PLUGINS = 16
+
+
+def needs(root: Path) -> list[str]:
+    """pytest and the pytest plugins the tree's dependency files name (`pytest-integration`: CI's
+    conftest or its addopts may use their options), distribution names."""
+    plugins: list[str] = []
+    for pattern in DEPENDENCY_FILES:
+        for path in sorted(root.glob(pattern)):
+            plugins += _PLUGIN.findall(read_text(path))
+    return ["pytest", *list(dict.fromkeys(name.lower() for name in plugins))[:MAX_PLUGINS]]
+
+
+KIND = SourceKind(PytestLaunches, list_items, recorded, detect, needs)

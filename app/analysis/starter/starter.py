@@ -18,6 +18,7 @@ paths, the HF config's fixture. Heuristics all: the health report is the judge, 
 from __future__ import annotations
 
 import ast
+import importlib.metadata
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -278,10 +279,25 @@ def _sources(root: Path, recording: dict[str, Any]) -> Iterator[tuple[dict[str, 
 
 
 def _add_needs(harness: dict[str, Any], sources: list[dict[str, Any]], root: Path) -> None:
-    """What the written kinds' capture imports itself (pytest), pinned as CI has it, among the
-    requirements."""
-    needs = [name for source in sources for name in KINDS[source["kind"]].needs]
-    harness["requirements"] = list(dict.fromkeys([*harness["requirements"], *requirements_for(needs, root)]))
+    """What the written kinds' capture needs itself (pytest and its plugins), pinned as CI has it (the tree's
+    lock or pin, else this machine's version, else unpinned), among the requirements."""
+    kinds = dict.fromkeys(KINDS[source["kind"]] for source in sources)
+    wanted = [name for kind in kinds if kind.needs is not None for name in kind.needs(root)]
+    taken = {re.split(r"[=<>!~\[ ]", requirement, maxsplit=1)[0].lower()
+             for requirement in harness["requirements"]}
+    for distribution in dict.fromkeys(wanted):
+        if distribution.lower() not in taken:
+            harness["requirements"].append(_pinned(distribution, root))
+
+
+def _pinned(distribution: str, root: Path) -> str:
+    version = pinned_version(root, distribution, exact=True)
+    if version is None:
+        try:
+            version = importlib.metadata.version(distribution)
+        except importlib.metadata.PackageNotFoundError:
+            return distribution
+    return f"{distribution}=={version}"
 
 
 def _recording(entry_pattern: str, modules: dict[str, Module]) -> dict[str, Any]:

@@ -285,7 +285,9 @@ def _reason(status: int, errors: str, plugin: Attribution, seconds: float) -> st
         return unimported
     reason = EXIT_REASONS.get(status, f"pytest ended with status {status}")
     lines = [line.strip() for line in errors.splitlines() if line.strip()]
-    # pytest's `E` lines are the exception and its message (a conftest's ImportError spans several)
-    marked = [line.removeprefix("E").strip() for line in lines if line.startswith(("ERROR", "E "))]
-    detail = " ".join(word for word in marked[:4] if word) if marked else lines[-1] if lines else ""
+    # argparse's own line names the refused words; pytest's `E` lines are an exception and its message (a
+    # conftest's ImportError spans several)
+    refused = [line.split(" error: ", 1)[1] for line in lines if " error: " in line]
+    marked = [line[2:].strip() for line in lines if line.startswith("E ")]
+    detail = refused[0] if refused else " ".join(marked[:4]) if marked else lines[-1] if lines else ""
     return f"{reason}: {detail[:MAX_ERROR_CHARS]}" if detail else reason
