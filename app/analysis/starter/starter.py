@@ -18,6 +18,7 @@ paths, the HF config's fixture. Heuristics all: the health report is the judge, 
 from __future__ import annotations
 
 import ast
+import importlib.metadata
 import re
 import sys
 from collections import Counter
@@ -125,6 +126,7 @@ def detect(root: Path) -> Starter:
         used = list({m.name: m for m in [*used, *launched]}.values())
     deeper = [m for u in used for m in imported_modules(u, modules)]
     starter.policy["harness"] = _harness(root, [*used, *deeper], modules)
+    _add_needs(starter.policy["harness"], [source for source, _ in sources], root)
     starter.why["harness.requirements"] = REQUIREMENTS_WHY
     python = _required_python(root)
     if python:
@@ -306,6 +308,28 @@ def _sources(root: Path, recording: dict[str, Any]) -> Iterator[tuple[dict[str, 
     for kind in KINDS.values():
         if kind.detect is not None:
             yield from kind.detect(root, recording)
+
+
+def _add_needs(harness: dict[str, Any], sources: list[dict[str, Any]], root: Path) -> None:
+    """What the written kinds' capture needs itself (pytest and its plugins), pinned as CI has it (the tree's
+    lock or pin, else this machine's version, else unpinned), among the requirements."""
+    kinds = dict.fromkeys(KINDS[source["kind"]] for source in sources)
+    wanted = [name for kind in kinds if kind.needs is not None for name in kind.needs(root)]
+    taken = {re.split(r"[=<>!~\[ ]", requirement, maxsplit=1)[0].lower()
+             for requirement in harness["requirements"]}
+    for distribution in dict.fromkeys(wanted):
+        if distribution.lower() not in taken:
+            harness["requirements"].append(_pinned(distribution, root))
+
+
+def _pinned(distribution: str, root: Path) -> str:
+    version = pinned_version(root, distribution, exact=True)
+    if version is None:
+        try:
+            version = importlib.metadata.version(distribution)
+        except importlib.metadata.PackageNotFoundError:
+            return distribution
+    return f"{distribution}=={version}"
 
 
 def _recording(entry_pattern: str, modules: dict[str, Module]) -> dict[str, Any]:
