@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import TextIO
 
 from app.analysis.core.model import Matrix
-from app.analysis.core.policy import Policy, PolicyError, RecordLaunches, load_policy
+from app.analysis.core.policy import Policy, PolicyError, load_policy
 from app.analysis.core.policy_origin import REPO_POLICY, PolicyOrigin
+from app.analysis.sources.record_launches_keys import RecordLaunches
 from app.analysis.starter.starter import render as render_starter
 from app.analysis.starter.starter_tree import NoValidator
 from app.analysis.verdict.doctor import doctor_json, doctor_text

@@ -7,8 +7,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from app.analysis.core.policy import Recording
 from app.analysis.sources.recorded import from_launches
+from app.analysis.sources.source_keys import Recording
 from app.analysis.sources.source_kind import Listing, SourceKind, SourceTree
 
 MAX_LIST_BYTES = 64_000

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.analysis.core.policy import WorkflowSteps, glob_regex
+from app.analysis.core.policy import glob_regex
 from app.analysis.sources.composite_actions import JobStep, job_steps
 from app.analysis.sources.recorded import from_launches
 from app.analysis.sources.source_kind import Listing, SourceKind, SourceTree
@@ -29,6 +29,7 @@ from app.analysis.sources.workflow_rows import (
     row_env,
     workflow_jobs,
 )
+from app.analysis.sources.workflow_steps_keys import WorkflowSteps
 
 _WORD = re.compile(r"[^\s;&|()<>`'\"]+")
 _EXPRESSION = re.compile(r"\$\{\{.*?\}\}", re.S)
