@@ -3,15 +3,18 @@ and a new kind is one module and its registration, captured end to end in the sa
 
 from __future__ import annotations
 
+import json
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import toy_source_kind
+import yaml
 
 from app.analysis.core.policy import SOURCE_KEYS, PolicyError, parse_policy
 from app.analysis.sources import registry
+from app.analysis.starter.starter import detect
 from app.engine.matrix_capture import HostTree, capture_matrix
 
 POLICY = r"""
@@ -75,6 +78,28 @@ def test_a_new_kind_is_one_module_and_its_registration(toy_kind: None, tmp_path:
     assert (matrix.scripts, matrix.captured) == (2, 2)
     again, cached = capture_matrix(repo, policy, cache_dir=tmp_path / "cache")
     assert cached and again == matrix
+
+
+def test_a_kind_adds_to_the_cache_key_through_its_hook(toy_kind: None, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = write_tree(tmp_path / "repo")
+    policy = parse_policy(POLICY, "toy.yml")
+    matrix, cached = capture_matrix(repo, policy, cache_dir=tmp_path / "cache")
+    [entry] = (tmp_path / "cache" / "matrix").rglob("*.json")
+    assert json.loads(entry.read_text())["scripts"] == [
+        "0:tests/run_small.py", "0:tests/run_large.py", "0:toy-runner:1"]
+    monkeypatch.setattr(toy_source_kind, "RUNNER_IMAGE", "toy-runner:2")
+    again, cached = capture_matrix(repo, policy, cache_dir=tmp_path / "cache")
+    assert not cached and again == matrix  # another image: the sandbox ran again
+
+
+def test_init_detects_a_new_kind_through_its_module(toy_kind: None, tmp_path: Path) -> None:
+    repo = write_tree(tmp_path / "repo")
+    starter = detect(repo)
+    assert starter.policy["matrix"]["sources"][0]["kind"] == "script_list"
+    assert starter.policy["matrix"]["sources"][0]["list_file"] == "ci/suites.txt"
+    assert starter.why["matrix.sources[0]"] == "ci/suites.txt lists 2 CI scripts"
+    parse_policy(yaml.safe_dump(starter.policy), "starter.yml")  # the keys it wrote are the kind's keys
 
 
 def test_a_kind_no_module_registered_is_no_policy(toy_kind: None) -> None:
