@@ -1,6 +1,7 @@
 """`prtriage init`: a Hydra application (`@hydra.main`) that CI's workflow steps start through scripts
 (`python3 -m verl.trainer.main_ppo`) -> `validation.hydra` with the start-up checks its run path calls on the
-config, and a `workflow_steps` source. Reads the tree only; each choice carries its reason."""
+config, and a `workflow_steps` source (app/analysis/sources/workflow_steps_detect.py). Reads the tree only;
+each choice carries its reason."""
 
 from __future__ import annotations
 

@@ -4,7 +4,8 @@
   validates (`megatron.training.arguments:parse_and_validate_args`), called by several top-level scripts,
   each with its own providers; CI writes each case as a YAML map (`model_config.yaml`'s `MODEL_ARGS`) that
   recipes under tests/ hand to a shell runner (`TRAINING_PARAMS_PATH=...`, `TRAINING_SCRIPT_PATH=...`).
-  -> `run_entry_script: true` and a `yaml_args` source read from the recipes, the case files and the runner.
+  -> `run_entry_script: true` and a `yaml_args` source read from the recipes, the case files and the runner
+  (app/analysis/sources/yaml_args_detect.py).
 - A Hydra application started by workflow steps: app/analysis/starter/starter_hydra.py.
 Both read the tree only; each choice carries its reason, as in app/analysis/starter/starter.py.
 """
