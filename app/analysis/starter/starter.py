@@ -39,9 +39,8 @@ from app.analysis.starter.starter_tree import (
     imported_modules,
     installed,
     is_test,
+    packages_harness,
     pinned_version,
-    real_packages,
-    requirements_for,
 )
 from app.analysis.verdict.doctor import ATTRIBUTE
 from app.analysis.verdict.health import Health
@@ -253,10 +252,8 @@ def _recording(entry_pattern: str, modules: dict[str, Module]) -> dict[str, Any]
 
 
 def _harness(root: Path, used: list[Module], modules: dict[str, Module]) -> dict[str, Any]:
-    real = real_packages(used, modules)
-    harness: dict[str, Any] = {"stub_missing_modules": True, "real_packages": real,
-                               "requirements": requirements_for(real, root)}
-    if "torch" in real:
+    harness = packages_harness(root, used, modules)
+    if "torch" in harness["real_packages"]:
         harness["limits"] = {"memory_mb": 8192}  # importing torch maps more than 4 GiB of address space
     return harness
 

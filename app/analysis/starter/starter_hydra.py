@@ -19,8 +19,7 @@ from app.analysis.starter.starter_tree import (
     Starter,
     imported_modules,
     is_test,
-    real_packages,
-    requirements_for,
+    packages_harness,
 )
 
 
@@ -80,13 +79,11 @@ def hydra_shape(root: Path, modules: dict[str, Module]) -> Starter | None:
                                 f"launches of {', '.join(entries)} with `python -m`); each step runs as CI "
                                 "runs it, its variables exported")
     used = [module, *imported_modules(module, modules)]
-    real = real_packages(used, modules)
-    harness: dict[str, Any] = {"stub_missing_modules": True, "real_packages": real,
-                               "requirements": requirements_for(real, root)}
+    harness = packages_harness(root, used, modules)
     why["harness.requirements"] = REQUIREMENTS_WHY
     why["harness.real_packages"] = ("packages the application and the modules it imports import that this "
                                     "machine has (Hydra and OmegaConf compose the config for real)")
-    if "torch" in real:
+    if "torch" in harness["real_packages"]:
         harness["limits"] = dict(TORCH_LIMITS)
         why["harness.limits"] = "importing torch maps more than 4 GiB of address space"
     starter.policy["harness"] = harness

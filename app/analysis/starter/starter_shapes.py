@@ -29,9 +29,8 @@ from app.analysis.starter.starter_tree import (
     imported_modules,
     installed,
     is_test,
+    packages_harness,
     pinned_version,
-    real_packages,
-    requirements_for,
 )
 
 MIN_OPTIONS = 10
@@ -182,9 +181,7 @@ def _device_facts(module: Module, modules: dict[str, Module], recipe_texts: list
 
 def _harness(root: Path, used: list[Module], modules: dict[str, Module],
              why: dict[str, str]) -> dict[str, Any]:
-    real = real_packages(used, modules)
-    harness: dict[str, Any] = {"stub_missing_modules": True, "real_packages": real,
-                               "requirements": requirements_for(real, root)}
+    harness = packages_harness(root, used, modules)
     why["harness.requirements"] = REQUIREMENTS_WHY
     why["harness.real_packages"] = ("packages the validation imports that this machine has; every other "
                                     "missing module is stubbed")
@@ -199,7 +196,7 @@ def _harness(root: Path, used: list[Module], modules: dict[str, Module],
         why["harness.stub_attributes"] = ("packages whose installed version the validation reads "
                                           "(`version(\"transformer-engine\")`), absent here and stubbed: the "
                                           "version the tree's dependency files give CI")
-    if "torch" in real:
+    if "torch" in harness["real_packages"]:
         harness["limits"] = dict(TORCH_LIMITS)
         why["harness.limits"] = ("importing torch maps more than 4 GiB of address space, and takes tens of "
                                  "seconds on a loaded host")
