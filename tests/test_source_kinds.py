@@ -4,6 +4,8 @@ and a new kind is one module and its registration, captured end to end in the sa
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -60,6 +62,34 @@ def write_tree(root: Path) -> Path:
 def test_the_registry_names_every_kind_the_policy_language_has() -> None:
     assert set(registry.KINDS) == set(SOURCE_KEYS)
     assert all(SOURCE_KEYS[name] is kind.keys for name, kind in registry.KINDS.items())
+
+
+def test_every_builtin_kind_parses_without_the_registry() -> None:
+    # a reader of policies (the App reading a base's policy) imports the policy language alone: the
+    # built-in kinds' keys come with it, the registry and the kinds' listing code do not
+    program = textwrap.dedent("""
+        import sys
+        from app.analysis.core.policy import parse_policy
+        sources = [
+            {"kind": "record_launches", "scripts": ["ci/*.py"], "entry": "train"},
+            {"kind": "workflow_rows", "workflows": ["w.yml"], "script": "s", "entry": "train"},
+            {"kind": "workflow_steps", "workflows": ["w.yml"], "scripts": ["*.sh"], "entry": "train"},
+            {"kind": "static", "suites": [{"id": "a", "argv": ["--x"]}]},
+            {"kind": "python_definitions", "functions": ["t.d:f"], "name": "n"},
+            {"kind": "yaml_args", "map": "MODEL_ARGS"},
+        ]
+        import json
+        policy = parse_policy(json.dumps({"matrix": {"sources": sources}}), "all.yml")
+        print(" ".join(source.kind for source in policy.matrix.sources))
+        print(sorted(m for m in sys.modules if m.startswith("app.analysis.sources.")
+                     and not m.endswith("_keys")))
+    """)
+    run = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parent.parent)
+    kinds, loaded = run.stdout.splitlines()
+    assert kinds == "record_launches workflow_rows workflow_steps static python_definitions yaml_args"
+    assert set(kinds.split()) == set(registry.KINDS)
+    assert loaded == "[]"
 
 
 def test_a_new_kind_is_one_module_and_its_registration(toy_kind: None, tmp_path: Path) -> None:
