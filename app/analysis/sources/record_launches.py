@@ -9,9 +9,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from app.analysis.core.policy import RecordLaunches, path_matches
+from app.analysis.core.policy import path_matches
 from app.analysis.core.tree_reading import read_modules, read_text
 from app.analysis.sources import matrix_scripts
+from app.analysis.sources.record_launches_keys import RecordLaunches
 from app.analysis.sources.recorded import from_launches
 from app.analysis.sources.source_kind import Listing, SourceKind, SourceTree
 

@@ -42,9 +42,8 @@ from app.analysis.starter.starter_tree import (
     imported_modules,
     installed,
     is_test,
+    packages_harness,
     pinned_version,
-    real_packages,
-    requirements_for,
 )
 from app.analysis.verdict.doctor import ATTRIBUTE
 from app.analysis.verdict.health import Health
@@ -341,14 +340,13 @@ def _recording(entry_pattern: str, modules: dict[str, Module]) -> dict[str, Any]
 
 
 def _harness(root: Path, used: list[Module], modules: dict[str, Module]) -> dict[str, Any]:
-    real = real_packages(used, modules)
-    requirements = requirements_for(real, root)
+    harness = packages_harness(root, used, modules)
+    real, requirements = harness["real_packages"], harness["requirements"]
     for name, distribution, version in _pinned_config_packages(root, used, modules):
         if name not in real:
             real.append(name)
             requirements.append(f"{distribution}=={version}")
-    harness: dict[str, Any] = {"stub_missing_modules": True, "real_packages": sorted(real),
-                               "requirements": requirements}
+    harness["real_packages"] = sorted(real)
     if "torch" in real:
         harness["limits"] = {"memory_mb": 8192}  # importing torch maps more than 4 GiB of address space
     return harness
