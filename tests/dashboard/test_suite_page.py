@@ -33,6 +33,8 @@ def test_a_dead_suite_shows_when_main_broke_it_and_links_back(
     assert href in [a["href"] for a in matrix.find_all("a")]
     page = client.page(href)
     assert page.one("code", cls="suite-id").text == LORA
+    plain = client.page("/repositories/acme/widgets/suites/tests/e2e/test_lora.py%232")  # slashes as typed
+    assert plain.one("code", cls="suite-id").text == LORA
     assert "tests/e2e/test_lora.py" in page.one(id="facts").text
     spans = page.one(id="spans").find_all("tr", cls="span")
     # newest first: the blind health judges nothing, main rejected it at BROKEN, accepted it at GOOD
