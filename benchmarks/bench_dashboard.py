@@ -196,7 +196,7 @@ def _runs(rng: random.Random, total: int, pulls: int) -> Iterator[dict[str, Any]
                "created_at": created, "started_at": created, "finished_at": created + timedelta(seconds=30)}
 
 
-def _suite_outcomes(total_runs: int) -> Iterator[dict[str, Any]]:
+def _suite_outcomes(total_runs: int, pulls: int) -> Iterator[dict[str, Any]]:
     """SUITES_PER_RUN suites a run, a suite in every tenth run; the head rejects one run's suites in seven."""
     accepted = {"outcome": "accepted", "exception": None, "message": None, "path": None, "line": None}
     rejected = {"outcome": "rejected", "exception": "AssertionError", "message": "a new assert",
@@ -204,7 +204,8 @@ def _suite_outcomes(total_runs: int) -> Iterator[dict[str, Any]]:
     for run_id in range(1, total_runs + 1):
         for offset in range(SUITES_PER_RUN):
             number = (run_id // 3 + offset * SUITES_PER_HEALTH // SUITES_PER_RUN) % SUITES_PER_HEALTH
-            yield {"run_id": run_id, "suite_id": f"ci/test_{number % 8}.py#{number}",
+            yield {"run_id": run_id, "repository_id": 1 + (1 + run_id % pulls) % BASE_REPOSITORIES,
+                   "suite_id": f"ci/test_{number % 8}.py#{number}",
                    "script": f"ci/test_{number % 8}.py", "argv": ["python", "train.py", "--seed", "1"],
                    "base": accepted, "head": rejected if (run_id // 10) % 7 == 0 else accepted}
 
@@ -230,7 +231,7 @@ def seed(engine: Engine, *, windows: int, runs: int, repositories: int = REPOSIT
         "windows": _bulk(engine, _table(RiskWindow), _windows(rng, windows)),
         "runs": _bulk(engine, _table(TriageRun), _runs(rng, runs, pulls)),
         "findings": _bulk(engine, _table(Finding), _findings(runs)),
-        "suite_outcomes": _bulk(engine, _table(SuiteOutcome), _suite_outcomes(runs)),
+        "suite_outcomes": _bulk(engine, _table(SuiteOutcome), _suite_outcomes(runs, pulls)),
     }
     _bulk(engine, window_awaits, ({"window_id": w, "reference_id": w} for w in range(1, windows + 1)))
     counts["events"] = _bulk(engine, _table(WindowEvent), ({"window_id": w, "at": NOW, "actor": "prtriage",

@@ -1,5 +1,5 @@
-"""The dashboard's JSON API under /api: risk windows, triage runs, repositories and CI suites, the twins of the
-pages."""
+"""The dashboard's JSON API under /api: risk windows, triage runs, repositories and CI suites, the twins
+of the pages."""
 
 from __future__ import annotations
 
