@@ -29,7 +29,7 @@ def test_migrated_schema_equals_the_models(empty_database_url: str, tmp_path: Pa
     monkeypatch.chdir(tmp_path)  # `prtriage db upgrade` runs from anywhere
     assert current_revision(empty_database_url) is None
     upgrade(empty_database_url)
-    assert current_revision(empty_database_url) == head_revision() == "0007"
+    assert current_revision(empty_database_url) == head_revision() == "0008"
     assert schema_diff(empty_database_url) == []
 
 
@@ -56,8 +56,8 @@ def test_upgrade_twice_and_downgrade_round_trip(empty_database_url: str) -> None
     assert schema_diff(empty_database_url) == []
 
 
-def test_suite_outcomes_stored_before_0007_get_their_repository(empty_database_url: str) -> None:
-    upgrade(empty_database_url, "0006")
+def test_suite_outcomes_stored_before_0008_get_their_repository(empty_database_url: str) -> None:
+    upgrade(empty_database_url, "0007")
     engine = make_engine(empty_database_url)
     now = "2026-12-01 10:00:00"
     with engine.begin() as connection:
