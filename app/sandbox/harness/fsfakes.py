@@ -6,7 +6,9 @@ checkpoints under `/root/`); `vpaths` decides what stands in for them, and this 
 through `open`, `os.stat`/`lstat` (and so `exists`, `isfile`, `isdir`, `getsize` and pathlib's), `os.listdir`,
 `os.scandir` (and so `glob`, `os.walk`, `Path.iterdir`, `Path.glob`) and `os.access` alike: a path that exists
 can be read or listed. Writes there (`makedirs`, `open(..., "w")`) land in an overlay under /tmp and are
-read back; removals (`os.remove`, `rmtree`) hide the path.
+read back; removals (`os.remove`, `rmtree`) hide the path. So do new files and directories in a real directory
+the sandbox keeps read-only (the tree, `/`: a launch's `../results` or `outputs/`), which CI's writable
+checkout would have let the launch create; each process's overlay is its own, in the sandbox's scratch.
 """
 
 from __future__ import annotations
@@ -79,7 +81,7 @@ def virtual_node(target: Any) -> vpaths.Node | None:
 def _absent(target: Any) -> str | None:
     """The normalised absolute path of a path that does not really exist, when fakes are at work."""
     path = _as_path(target)
-    if path is None or not (_virtual.fixtures or _virtual.prefixes):
+    if path is None:
         return None
     absolute = vpaths.normalised(path)
     try:
@@ -116,11 +118,21 @@ def _writable(target: Any) -> str | None:
         return None
     parent = os.path.dirname(absolute)
     parent_node = virtual_node(parent)
-    if not (parent_node is not None and parent_node.kind == "dir") and _in_overlay(parent) is None:
+    if not (parent_node is not None and parent_node.kind == "dir") and _in_overlay(parent) is None \
+            and not _read_only_dir(parent):
         return None
     os.makedirs(OVERLAY + parent, exist_ok=True)
     _removed.difference_update({absolute})
     return OVERLAY + absolute
+
+
+def _read_only_dir(path: str) -> bool:
+    """A real directory the run may not write to (the tree, `/`): what CI's cwd-relative outputs
+    (`../results`, `outputs/`) would create there goes to the overlay, as a CI checkout lets them."""
+    try:
+        return stat.S_ISDIR(_real_stat(path).st_mode) and not _real_access(path, os.W_OK)
+    except OSError:
+        return False
 
 
 def _as_path(target: Any) -> str | None:
