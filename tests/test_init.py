@@ -700,6 +700,10 @@ def test_workflow_steps_of_shell_scripts_launching_programs_run_to_their_boundar
         "tests/e2e_tests/embodied/run.sh": LAUNCH_MAIN,
         "requirements/install.sh": "pip install -e .\n",
         ".github/workflows/e2e.yml": yaml.safe_dump(workflow),
+        # checked at import (`version.parse(torch.__version__) >= "2.6.0"`): a stub's 0.0.0 fails it
+        "rlinf/fsdp.py": "import torchlike_absent\nimport unpinned_absent\n",
+        "pyproject.toml": '[project]\ndependencies = ["torchlike-absent>=2.5.0"]\n[tool.uv]\n'
+                          'override-dependencies = ["torchlike-absent==2.11.0"]\n',
     }
     starter = detect(write(tmp_path, files))
     assert starter.policy["validation"] == {"mode": "boundary"}
@@ -709,5 +713,7 @@ def test_workflow_steps_of_shell_scripts_launching_programs_run_to_their_boundar
     assert source["workflows"] == [".github/workflows/e2e.yml"]
     assert source["scripts"] == ["tests/e2e_tests/**/*.sh"]  # not the install script: it launches nothing
     assert "hydra" in starter.policy["harness"]["real_packages"]  # the launched program composes for real
+    # absent here, stubbed: at the version CI has (the exact override, not the floor)
+    assert starter.policy["harness"]["stub_attributes"] == {"torchlike_absent.__version__": "2.11.0"}
     policy = parse_policy(render(starter), "starter")
     assert policy.validation.to_boundary

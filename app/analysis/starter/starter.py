@@ -43,6 +43,7 @@ from app.analysis.starter.starter_tree import (
     pinned_version,
     real_packages,
     requirements_for,
+    stub_versions,
 )
 from app.analysis.verdict.doctor import ATTRIBUTE
 from app.analysis.verdict.health import Health
@@ -118,6 +119,13 @@ def detect(root: Path) -> Starter:
         used = _launched_programs(root, [source for source, _ in sources], modules)
     deeper = [m for u in used for m in imported_modules(u, modules)]
     starter.policy["harness"] = _harness(root, [*used, *deeper], modules)
+    if validation.get("mode") == "boundary":
+        versions = stub_versions(root, [*modules.values(), *used], starter.policy["harness"]["real_packages"])
+        if versions:
+            starter.policy["harness"]["stub_attributes"] = versions
+            starter.why["harness.stub_attributes"] = (
+                "the tree imports these packages, absent here and stubbed: each answers the version the "
+                "tree's dependency files give CI (code checks `torch.__version__` before it goes on)")
     starter.why["harness.requirements"] = REQUIREMENTS_WHY
     starter.why["harness.real_packages"] = ("packages the validation (or the programs CI launches) imports "
                                             "that this machine has; every other missing module is stubbed")

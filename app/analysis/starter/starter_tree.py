@@ -113,3 +113,21 @@ def real_packages(used: list[Module], modules: dict[str, Module]) -> list[str]:
     local = {name.split(".")[0] for name in modules}
     return sorted(name for name in imported - local - set(sys.stdlib_module_names)
                   if name and installed(name))
+
+
+def stub_versions(root: Path, modules: Iterable[Module], real: list[str]) -> dict[str, str]:
+    """`name.__version__` for each package the tree's (non-test) modules import that is absent here and
+    not made real, and whose version the tree's dependency files give CI (an exact pin first: a lock or an
+    override beats a floor)."""
+    modules = list(modules)
+    local = {m.name.split(".")[0] for m in modules}
+    imported = {name.split(".")[0] for m in modules if not is_test(m)
+                for node in ast.walk(m.tree) for name in import_names(node)}
+    versions: dict[str, str] = {}
+    for name in sorted(imported - local - set(sys.stdlib_module_names) - set(real)):
+        if not name or installed(name):
+            continue
+        version = pinned_version(root, name, exact=True) or pinned_version(root, name)
+        if version:
+            versions[f"{name}.__version__"] = version
+    return versions
