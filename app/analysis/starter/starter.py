@@ -36,6 +36,7 @@ from app.analysis.starter.starter_tree import (
     REQUIREMENTS_WHY,
     NoValidator,
     Starter,
+    config_stack,
     import_names,
     imported_modules,
     installed,
@@ -118,8 +119,10 @@ def detect(root: Path) -> Starter:
     if not used:  # to the boundary: what the launched programs import is what validation runs
         used = _launched_programs(root, [source for source, _ in sources], modules)
     deeper = [m for u in used for m in imported_modules(u, modules)]
-    starter.policy["harness"] = _harness(root, [*used, *deeper], modules)
-    if validation.get("mode") == "boundary":
+    boundary = validation.get("mode") == "boundary"
+    stack = config_stack([*modules.values(), *used]) if boundary else []
+    starter.policy["harness"] = _harness(root, [*used, *deeper], modules, stack)
+    if boundary:
         versions = stub_versions(root, [*modules.values(), *used], starter.policy["harness"]["real_packages"])
         if versions:
             starter.policy["harness"]["stub_attributes"] = versions
@@ -292,8 +295,8 @@ def _recording(entry_pattern: str, modules: dict[str, Module]) -> dict[str, Any]
             "env_from": ["runtime_env_json"] if ray_jobs else ["exported"]}
 
 
-def _harness(root: Path, used: list[Module], modules: dict[str, Module]) -> dict[str, Any]:
-    real = real_packages(used, modules)
+def _harness(root: Path, used: list[Module], modules: dict[str, Module], stack: list[str]) -> dict[str, Any]:
+    real = sorted({*real_packages(used, modules), *stack})
     harness: dict[str, Any] = {"stub_missing_modules": True, "real_packages": real,
                                "requirements": requirements_for(real, root)}
     if "torch" in real:
