@@ -700,6 +700,10 @@ def test_workflow_steps_of_shell_scripts_launching_programs_run_to_their_boundar
         "tests/e2e_tests/embodied/run.sh": LAUNCH_MAIN,
         "requirements/install.sh": "pip install -e .\n",
         ".github/workflows/e2e.yml": yaml.safe_dump(workflow),
+        # checked at import (`version.parse(torch.__version__) >= "2.6.0"`): a stub's 0.0.0 fails it
+        "rlinf/fsdp.py": "import torchlike_absent\nimport unpinned_absent\n",
+        "pyproject.toml": '[project]\ndependencies = ["torchlike-absent>=2.5.0"]\n[tool.uv]\n'
+                          'override-dependencies = ["torchlike-absent==2.11.0"]\n',
     }
     starter = detect(write(tmp_path, files))
     assert starter.policy["validation"] == {"mode": "boundary"}
@@ -709,6 +713,8 @@ def test_workflow_steps_of_shell_scripts_launching_programs_run_to_their_boundar
     assert source["workflows"] == [".github/workflows/e2e.yml"]
     assert source["scripts"] == ["tests/e2e_tests/**/*.sh"]  # not the install script: it launches nothing
     assert "hydra" in starter.policy["harness"]["real_packages"]  # the launched program composes for real
+    # absent here, stubbed: at the version CI has (the exact override, not the floor)
+    assert starter.policy["harness"]["stub_attributes"] == {"torchlike_absent.__version__": "2.11.0"}
     policy = parse_policy(render(starter), "starter")
     assert policy.validation.to_boundary
 
@@ -838,3 +844,26 @@ def test_init_alone_on_the_matrix_from_another_job_shape(tmp_path: Path, prtriag
     [error] = health["errors"]
     assert "num_gpus must divide by tp" in str(error), error
     assert output.is_file()
+
+
+def test_boundary_mode_makes_the_config_stack_real_even_where_init_runs_without_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a plain install of prtriage has neither Hydra nor packaging: the launch still composes its config
+    # with Hydra and compares versions with packaging (a stub's `>=` is always false) in the analysis env
+    import importlib.metadata
+
+    from app.analysis.starter import starter_tree
+
+    monkeypatch.setattr(starter_tree, "installed", lambda name: False)
+    monkeypatch.setattr(importlib.metadata, "packages_distributions", lambda: {})
+    step = "bash tests/e2e/run.sh\n"
+    files = {
+        "examples/main.py": "import hydra\n\n@hydra.main(config_path='config')\ndef main(cfg):\n    pass\n",
+        "pkg/cluster.py": "from packaging import version as vs\n",
+        "tests/e2e/run.sh": "python examples/main.py\n",
+        ".github/workflows/e2e.yml": yaml.safe_dump({"jobs": {"e2e": {"steps": [{"run": step}]}}}),
+        "pyproject.toml": '[project]\ndependencies = ["hydra-core==1.4.0.dev1"]\n',
+    }
+    starter = detect(write(tmp_path, files))
+    assert starter.policy["harness"]["real_packages"] == ["hydra", "packaging"]
+    assert starter.policy["harness"]["requirements"] == ["hydra-core==1.4.0.dev1", "packaging"]

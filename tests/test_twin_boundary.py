@@ -633,3 +633,41 @@ def test_a_launch_writing_its_logs_into_the_checkout_reaches_its_boundary(tmp_pa
     assert found["zero"].outcome == Outcome("rejected", "AssertionError", "steps must be positive", run,
                                             line_of(repo, run, "assert steps > 0"))
     assert not (repo / "logs").exists()  # the tree itself is never written
+
+
+# RLinf-shaped: the launch logs to `<output_dir>/<experiment>/log/main.log` with CI's `output_dir: ../results`
+# (relative to the checkout, which CI may write beside); the sandbox's tree and `/` are read-only.
+RELATIVE_OUTPUT = '''\
+import os
+import sys
+
+import torch.distributed as dist
+
+output_dir, experiment = sys.argv[1], sys.argv[2]
+log_path = os.path.join(output_dir, experiment, "log", "main.log")
+os.makedirs(os.path.dirname(log_path), exist_ok=True)
+with open(log_path, "w", encoding="utf-8") as log:
+    log.write("started\\n")
+with open(log_path, encoding="utf-8") as log:
+    assert log.read() == "started\\n", "the log reads back what was written"
+assert sorted(os.listdir(os.path.join(output_dir, experiment))) == ["log"]
+os.makedirs("outputs/checkpoints", exist_ok=True)
+assert os.path.isdir("outputs/checkpoints")
+assert experiment != "bad", "experiment name refused"
+dist.init_process_group(backend="nccl")
+'''
+
+
+def test_outputs_relative_to_the_read_only_tree_land_in_a_scratch_overlay(tmp_path: Path) -> None:
+    repo = write_repo(tmp_path, {"train.py": RELATIVE_OUTPUT})
+    found = results(run_sandboxed(repo, job([
+        launch("results", "train.py", "../results grpo"),
+        launch("bad", "train.py", "../results bad"),
+    ], boundary_policy())))
+    accepted = found["results"].outcome
+    assert accepted.outcome == "accepted", accepted
+    assert accepted.line == line_of(repo, "train.py", "dist.init_process_group(")
+    refused = line_of(repo, "train.py", 'assert experiment != "bad"')
+    assert found["bad"].outcome == Outcome("rejected", "AssertionError", "experiment name refused",
+                                           "train.py", refused)
+    assert not (repo / "outputs").exists() and not (tmp_path / "results").exists()

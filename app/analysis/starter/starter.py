@@ -38,12 +38,15 @@ from app.analysis.starter.starter_tree import (
     REQUIREMENTS_WHY,
     NoValidator,
     Starter,
+    config_stack,
     import_names,
     imported_modules,
     installed,
     is_test,
-    packages_harness,
     pinned_version,
+    real_packages,
+    requirements_for,
+    stub_versions,
 )
 from app.analysis.verdict.doctor import ATTRIBUTE
 from app.analysis.verdict.health import Health
@@ -124,8 +127,17 @@ def detect(root: Path) -> Starter:
         launched = _launched_programs(root, [source for source, _ in sources], modules)
         used = list({m.name: m for m in [*used, *launched]}.values())
     deeper = [m for u in used for m in imported_modules(u, modules)]
-    starter.policy["harness"] = _harness(root, [*used, *deeper], modules)
+    boundary = validation.get("mode") == "boundary"
+    stack = config_stack([*modules.values(), *used]) if boundary else []
+    starter.policy["harness"] = _harness(root, [*used, *deeper], modules, stack)
     _add_needs(starter.policy["harness"], [source for source, _ in sources], root)
+    if boundary:
+        versions = stub_versions(root, [*modules.values(), *used], starter.policy["harness"]["real_packages"])
+        if versions:
+            starter.policy["harness"]["stub_attributes"] = versions
+            starter.why["harness.stub_attributes"] = (
+                "the tree imports these packages, absent here and stubbed: each answers the version the "
+                "tree's dependency files give CI (code checks `torch.__version__` before it goes on)")
     starter.why["harness.requirements"] = REQUIREMENTS_WHY
     python = _required_python(root)
     if python:
@@ -339,14 +351,15 @@ def _recording(entry_pattern: str, modules: dict[str, Module]) -> dict[str, Any]
             "env_from": ["runtime_env_json"] if ray_jobs else ["exported"]}
 
 
-def _harness(root: Path, used: list[Module], modules: dict[str, Module]) -> dict[str, Any]:
-    harness = packages_harness(root, used, modules)
-    real, requirements = harness["real_packages"], harness["requirements"]
+def _harness(root: Path, used: list[Module], modules: dict[str, Module], stack: list[str]) -> dict[str, Any]:
+    real = sorted({*real_packages(used, modules), *stack})
+    requirements = requirements_for(real, root)
     for name, distribution, version in _pinned_config_packages(root, used, modules):
-        if name not in real:
+        if name not in real:  # pinned by the tree, absent here: a stubbed config model validates nothing
             real.append(name)
             requirements.append(f"{distribution}=={version}")
-    harness["real_packages"] = sorted(real)
+    harness: dict[str, Any] = {"stub_missing_modules": True, "real_packages": sorted(real),
+                               "requirements": requirements}
     if "torch" in real:
         harness["limits"] = {"memory_mb": 8192}  # importing torch maps more than 4 GiB of address space
     return harness

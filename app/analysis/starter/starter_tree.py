@@ -90,13 +90,33 @@ REQUIREMENTS_WHY = ("the distributions of the real packages, installed by prtria
                     "environment the sandbox runs: the tree's pinned versions, else this machine's")
 
 
+# The configuration stack a launch composes and checks its configuration with (and compares versions with):
+# run to its training boundary, a launch's validation is theirs, so they are real whether or not the machine
+# running `init` has them (import name -> distribution).
+CONFIG_STACK = {"hydra": "hydra-core", "omegaconf": "omegaconf", "packaging": "packaging", "yaml": "PyYAML",
+                "pydantic": "pydantic", "tyro": "tyro"}
+
+
+def config_stack(modules: Iterable[Module]) -> list[str]:
+    """The CONFIG_STACK packages the tree's (non-test) modules import."""
+    imported = {name.split(".")[0] for m in modules if not is_test(m)
+                for node in ast.walk(m.tree) for name in import_names(node)}
+    return sorted(imported & set(CONFIG_STACK))
+
+
 def requirements_for(real: list[str], root: Path) -> list[str]:
     """The distributions providing the import packages REAL, as requirements of the analysis environment:
     pinned at the version the tree's dependency files fix for CI (a lock file's, or `==X`), else at the
-    version this machine has."""
+    version this machine has (a CONFIG_STACK package this machine lacks: at the tree's version, else
+    unpinned)."""
     providers = importlib.metadata.packages_distributions()
     found: list[str] = []
     for name in real:
+        if not providers.get(name) and name in CONFIG_STACK:
+            distribution = CONFIG_STACK[name]
+            version = pinned_version(root, distribution, exact=True)
+            found.append(f"{distribution}=={version}" if version else distribution)
+            continue
         for distribution in sorted(set(providers.get(name, []))):
             version = pinned_version(root, distribution, exact=True)
             if version is None:
@@ -120,3 +140,21 @@ def real_packages(used: list[Module], modules: dict[str, Module]) -> list[str]:
     local = {name.split(".")[0] for name in modules}
     return sorted(name for name in imported - local - set(sys.stdlib_module_names)
                   if name and installed(name))
+
+
+def stub_versions(root: Path, modules: Iterable[Module], real: list[str]) -> dict[str, str]:
+    """`name.__version__` for each package the tree's (non-test) modules import that is absent here and
+    not made real, and whose version the tree's dependency files give CI (an exact pin first: a lock or an
+    override beats a floor)."""
+    modules = list(modules)
+    local = {m.name.split(".")[0] for m in modules}
+    imported = {name.split(".")[0] for m in modules if not is_test(m)
+                for node in ast.walk(m.tree) for name in import_names(node)}
+    versions: dict[str, str] = {}
+    for name in sorted(imported - local - set(sys.stdlib_module_names) - set(real)):
+        if not name or installed(name):
+            continue
+        version = pinned_version(root, name, exact=True) or pinned_version(root, name)
+        if version:
+            versions[f"{name}.__version__"] = version
+    return versions

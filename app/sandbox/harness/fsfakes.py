@@ -6,9 +6,9 @@ checkpoints under `/root/`); `vpaths` decides what stands in for them, and this 
 through `open`, `os.stat`/`lstat` (and so `exists`, `isfile`, `isdir`, `getsize` and pathlib's), `os.listdir`,
 `os.scandir` (and so `glob`, `os.walk`, `Path.iterdir`, `Path.glob`) and `os.access` alike: a path that exists
 can be read or listed. Writes there (`makedirs`, `open(..., "w")`) land in an overlay under /tmp and are
-read back; removals (`os.remove`, `rmtree`) hide the path. The checkout is writable on CI (entries make their
-log directories there before training starts) and read-only here: a new path under it is written to the
-overlay the same way.
+read back; removals (`os.remove`, `rmtree`) hide the path. So do new files and directories in a real directory
+the sandbox keeps read-only (the tree, `/`: a launch's `../results` or `outputs/`), which CI's writable
+checkout would have let the launch create; each process's overlay is its own, in the sandbox's scratch.
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ else:
 _virtual = vpaths.VirtualPaths({})
 _removed: set[str] = set()  # virtual paths the process deleted: gone, with everything below them
 _installed = False
-_checkout = ""  # the repository's mount: new paths under it land in the overlay
 OVERLAY_ROOT = "/tmp/.prtriage-overlay"  # where writes to virtual paths land (the sandbox's /tmp is scratch)
 OVERLAY = OVERLAY_ROOT
 
@@ -48,9 +47,8 @@ _real_rmtree = shutil.rmtree
 
 def install(repo: str, harness_policy: dict[str, Any]) -> None:
     """Serve the virtual paths to every file API. Idempotent."""
-    global _virtual, _installed, _checkout
+    global _virtual, _installed
     _virtual = vpaths.VirtualPaths(harness_policy)
-    _checkout = os.path.abspath(repo).rstrip("/") if repo else ""
     if _installed:
         return
     _installed = True
@@ -83,7 +81,7 @@ def virtual_node(target: Any) -> vpaths.Node | None:
 def _absent(target: Any) -> str | None:
     """The normalised absolute path of a path that does not really exist, when fakes are at work."""
     path = _as_path(target)
-    if path is None or not (_virtual.fixtures or _virtual.prefixes or _checkout):
+    if path is None:
         return None
     absolute = vpaths.normalised(path)
     try:
@@ -121,19 +119,18 @@ def _writable(target: Any) -> str | None:
     parent = os.path.dirname(absolute)
     parent_node = virtual_node(parent)
     if not (parent_node is not None and parent_node.kind == "dir") and _in_overlay(parent) is None \
-            and not _real_dir_in_checkout(parent):
+            and not _read_only_dir(parent):
         return None
     os.makedirs(OVERLAY + parent, exist_ok=True)
     _removed.difference_update({absolute})
     return OVERLAY + absolute
 
 
-def _real_dir_in_checkout(absolute: str) -> bool:
-    """A directory of the checkout itself: CI could create files in it."""
-    if not _checkout or not (absolute == _checkout or absolute.startswith(_checkout + "/")):
-        return False
+def _read_only_dir(path: str) -> bool:
+    """A real directory the run may not write to (the tree, `/`): what CI's cwd-relative outputs
+    (`../results`, `outputs/`) would create there goes to the overlay, as a CI checkout lets them."""
     try:
-        return stat.S_ISDIR(_real_stat(absolute).st_mode)
+        return stat.S_ISDIR(_real_stat(path).st_mode) and not _real_access(path, os.W_OK)
     except OSError:
         return False
 

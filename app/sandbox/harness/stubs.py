@@ -360,6 +360,14 @@ class StubMeta(abc.ABCMeta):
     def __fspath__(cls) -> str:
         return stub_path(cls)
 
+    def __int__(cls) -> int:
+        return 0  # an absent package's constant as a number (`int(NUM_BINS)`), as its instances answer
+
+    __index__ = __int__
+
+    def __float__(cls) -> float:
+        return 0.0
+
 
 _DECORATED = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, type, staticmethod,
               classmethod, property, functools.partial)
