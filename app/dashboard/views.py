@@ -6,6 +6,7 @@ from __future__ import annotations
 import shlex
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import quote
 
 from fastapi import Request
 from fastapi.templating import Jinja2Templates
@@ -44,7 +45,14 @@ def iso(moment: datetime | None) -> str:
     return "" if moment is None else moment.astimezone(UTC).isoformat()
 
 
-TEMPLATES.env.filters.update(age=age, when=when, iso=iso, shell=shlex.join)  # shell: argv as CI would type it
+def suite_url(repo: str, suite: str) -> str:
+    """The suite page's address: the suite id as one path segment (its `/`, `#`, `?` and spaces
+    percent-encoded), so that no browser or proxy splits, cuts or normalises it."""
+    return f"/repositories/{repo}/suites/{quote(suite, safe='')}"
+
+
+TEMPLATES.env.filters.update(age=age, when=when, iso=iso, shell=shlex.join,  # shell: argv as CI would type it
+                             suite_url=suite_url)
 
 
 def render(request: Request, name: str, context: dict[str, Any], *, viewer: Viewer | None = None,
