@@ -678,6 +678,41 @@ def test_the_starter_pins_its_real_packages_as_the_analysis_environments_require
     assert requirements_for(["jinja2"], tmp_path) == ["Jinja2==3.1.2"]
 
 
+LAUNCH_MAIN = "python ${REPO_PATH}/examples/reasoning/main.py --config-name $1\n"
+
+
+def test_workflow_steps_of_shell_scripts_launching_programs_run_to_their_boundary(tmp_path: Path) -> None:
+    # RLinf-shaped: each e2e step runs `bash tests/e2e_tests/<area>/run.sh <config>`, whose last line
+    # starts `python ${REPO_PATH}/examples/<area>/main.py` (a Hydra application); the tree's biggest
+    # `parse_args` is a data tool's, which no script launches
+    tool = "import argparse\n\ndef parse_args():\n    parser = argparse.ArgumentParser()\n" + OPTIONS + (
+        "\n    return parser.parse_args()\n")
+    step = "export REPO_PATH=$(pwd)\nsource .venv/bin/activate\nbash tests/e2e_tests/{area}/run.sh {config}\n"
+    workflow = {"jobs": {"e2e": {"runs-on": "gpu", "steps": [
+        {"run": "bash requirements/install.sh"},
+        {"run": step.format(area="reasoning", config="grpo")},
+        {"run": step.format(area="embodied", config="ppo")}]}}}
+    files = {
+        "toolkits/lerobot/collect.py": tool,
+        "examples/reasoning/main.py": "import hydra\nimport ray\n\n@hydra.main(config_path='config')\n"
+                                      "def main(cfg):\n    ray.init()\n",
+        "tests/e2e_tests/reasoning/run.sh": LAUNCH_MAIN,
+        "tests/e2e_tests/embodied/run.sh": LAUNCH_MAIN,
+        "requirements/install.sh": "pip install -e .\n",
+        ".github/workflows/e2e.yml": yaml.safe_dump(workflow),
+    }
+    starter = detect(write(tmp_path, files))
+    assert starter.policy["validation"] == {"mode": "boundary"}
+    assert "no script of the tree matching" in starter.why["validation.mode"]
+    [source] = starter.policy["matrix"]["sources"]
+    assert (source["kind"], source["entry"]) == ("workflow_steps", LAUNCHED_SCRIPT)
+    assert source["workflows"] == [".github/workflows/e2e.yml"]
+    assert source["scripts"] == ["tests/e2e_tests/**/*.sh"]  # not the install script: it launches nothing
+    assert "hydra" in starter.policy["harness"]["real_packages"]  # the launched program composes for real
+    policy = parse_policy(render(starter), "starter")
+    assert policy.validation.to_boundary
+
+
 # NVIDIA-NeMo/RL's shape: the functional job's matrix comes from another job's output, its step is a shared
 # composite action starting `bash tests/functional/${{ inputs.script }}.sh`, each L1 script runs test
 # scripts, each test launches an `examples/run_*.py` (a pydantic config checked before Ray starts, a log
@@ -803,38 +838,3 @@ def test_init_alone_on_the_matrix_from_another_job_shape(tmp_path: Path, prtriag
     [error] = health["errors"]
     assert "num_gpus must divide by tp" in str(error), error
     assert output.is_file()
-
-
-LAUNCH_MAIN = "python ${REPO_PATH}/examples/reasoning/main.py --config-name $1\n"
-
-
-def test_workflow_steps_of_shell_scripts_launching_programs_run_to_their_boundary(tmp_path: Path) -> None:
-    # RLinf-shaped: each e2e step runs `bash tests/e2e_tests/<area>/run.sh <config>`, whose last line
-    # starts `python ${REPO_PATH}/examples/<area>/main.py` (a Hydra application); the tree's biggest
-    # `parse_args` is a data tool's, which no script launches
-    tool = "import argparse\n\ndef parse_args():\n    parser = argparse.ArgumentParser()\n" + OPTIONS + (
-        "\n    return parser.parse_args()\n")
-    step = "export REPO_PATH=$(pwd)\nsource .venv/bin/activate\nbash tests/e2e_tests/{area}/run.sh {config}\n"
-    workflow = {"jobs": {"e2e": {"runs-on": "gpu", "steps": [
-        {"run": "bash requirements/install.sh"},
-        {"run": step.format(area="reasoning", config="grpo")},
-        {"run": step.format(area="embodied", config="ppo")}]}}}
-    files = {
-        "toolkits/lerobot/collect.py": tool,
-        "examples/reasoning/main.py": "import hydra\nimport ray\n\n@hydra.main(config_path='config')\n"
-                                      "def main(cfg):\n    ray.init()\n",
-        "tests/e2e_tests/reasoning/run.sh": LAUNCH_MAIN,
-        "tests/e2e_tests/embodied/run.sh": LAUNCH_MAIN,
-        "requirements/install.sh": "pip install -e .\n",
-        ".github/workflows/e2e.yml": yaml.safe_dump(workflow),
-    }
-    starter = detect(write(tmp_path, files))
-    assert starter.policy["validation"] == {"mode": "boundary"}
-    assert "no script of the tree matching" in starter.why["validation.mode"]
-    [source] = starter.policy["matrix"]["sources"]
-    assert (source["kind"], source["entry"]) == ("workflow_steps", LAUNCHED_SCRIPT)
-    assert source["workflows"] == [".github/workflows/e2e.yml"]
-    assert source["scripts"] == ["tests/e2e_tests/**/*.sh"]  # not the install script: it launches nothing
-    assert "hydra" in starter.policy["harness"]["real_packages"]  # the launched program composes for real
-    policy = parse_policy(render(starter), "starter")
-    assert policy.validation.to_boundary

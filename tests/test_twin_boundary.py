@@ -215,6 +215,22 @@ def test_creating_a_ray_actor_is_a_boundary_even_before_ray_init(tmp_path: Path)
     assert outcome.line == line_of(repo, "launch.py", "Rollout.options(")
 
 
+def test_a_ray_absent_here_and_stubbed_on_demand_stops_at_its_actor_too(tmp_path: Path) -> None:
+    """NeMo RL's environments are `@ray.remote(...)` classes created with `.options(...).remote()`. With ray
+    stubbed because it is missing (not listed in `stub_modules`), the stub was made after the boundaries'
+    import hook had looked for it: `ray.remote` stayed the stub's, the class came back undecorated, and
+    `.options` failed as an AttributeError, a rejection."""
+    repo = write_repo(tmp_path, {"launch.py": ACTOR_FIRST})
+    raw = {"validation": {}, "matrix": {"sources": []},
+           "harness": {"stub_missing_modules": True, "limits": {"suite_seconds": 20}}}
+    policy = Policy.model_validate(raw).model_dump(mode="json", by_alias=True)
+    found = results(run_sandboxed(repo, job([launch("actor", "launch.py", "")], policy)))
+    outcome = found["actor"].outcome
+    assert outcome.outcome == "accepted", outcome
+    assert outcome.message is not None and outcome.message.startswith("reached the training boundary ray.")
+    assert outcome.line == line_of(repo, "launch.py", "Rollout.options(")
+
+
 HYDRA_MAIN = '''\
 import hydra
 import torch
@@ -574,22 +590,6 @@ def test_an_absent_ray_stops_at_its_first_call_without_polling_forever(tmp_path:
     resources = found["resources"].outcome
     assert resources.message is not None and "ray.cluster_resources" in resources.message, resources
     assert resources.line == line_of(repo, "scheduler.py", "while ray.cluster_resources()")
-
-
-def test_a_ray_absent_here_and_stubbed_on_demand_stops_at_its_actor_too(tmp_path: Path) -> None:
-    """NeMo RL's environments are `@ray.remote(...)` classes created with `.options(...).remote()`. With ray
-    stubbed because it is missing (not listed in `stub_modules`), the stub was made after the boundaries'
-    import hook had looked for it: `ray.remote` stayed the stub's, the class came back undecorated, and
-    `.options` failed as an AttributeError, a rejection."""
-    repo = write_repo(tmp_path, {"launch.py": ACTOR_FIRST})
-    raw = {"validation": {}, "matrix": {"sources": []},
-           "harness": {"stub_missing_modules": True, "limits": {"suite_seconds": 20}}}
-    policy = Policy.model_validate(raw).model_dump(mode="json", by_alias=True)
-    found = results(run_sandboxed(repo, job([launch("actor", "launch.py", "")], policy)))
-    outcome = found["actor"].outcome
-    assert outcome.outcome == "accepted", outcome
-    assert outcome.message is not None and outcome.message.startswith("reached the training boundary ray.")
-    assert outcome.line == line_of(repo, "launch.py", "Rollout.options(")
 
 
 LOGS_IN_CHECKOUT = '''\

@@ -251,6 +251,30 @@ class WorkflowSteps(Recording):
                                 "beneath the workflow's, the job's and the step's `env:`.")
 
 
+class PytestLaunches(Recording):
+    """The launches CI's pytest test functions make: each workflow step that starts pytest (or each of
+    `invocations`) runs in the recording sandbox with CI's selection, pytest for real, and every entry a
+    test function starts (subprocess, exec) is one suite, named by the test."""
+
+    kind: Literal["pytest_launches"] = Field(description="Source kind.")
+    workflows: list[str] = Field(default_factory=list, description="Repo-relative globs of the workflow "
+                                 "files whose `run:` steps start pytest ('.github/workflows/*.yml').")
+    jobs: list[str] = Field(default_factory=list, description="Job ids whose pytest steps run; empty: every "
+                            "job.")
+    exclude_jobs: list[str] = Field(default_factory=list, description="Job ids left out.")
+    invocations: list[list[str]] = Field(default_factory=list, description="pytest command lines run from "
+                                         "the repository root besides the workflows' steps, as argument "
+                                         "lists after `pytest` ([['-m', 'e2e', 'tests/']]).")
+    env: dict[str, str] = Field(default_factory=dict, description="Variables the CI runner itself has, "
+                                "beneath the workflow's, the job's and the step's `env:`.")
+
+    @model_validator(mode="after")
+    def _somewhere(self) -> PytestLaunches:
+        if not self.workflows and not self.invocations:
+            raise ValueError("pytest_launches: name `workflows` whose steps run pytest, or `invocations`")
+        return self
+
+
 class StaticSuite(_Strict):
     id: str = Field(description="Suite id.")
     argv: list[str] = Field(description="Arguments after the entry script.")
@@ -342,7 +366,7 @@ class YamlArgs(_Strict):
 
 
 MatrixSource = Annotated[RecordLaunches | WorkflowRows | StaticSuites | PythonDefinitions | WorkflowSteps
-                         | YamlArgs,
+                         | YamlArgs | PytestLaunches,
                          Field(discriminator="kind")]
 # The policy keys of each kind of matrix source by its name: the kinds above, and those a module of
 # app/analysis/sources/ registers (`registry.register`), which `add_source_keys` adds to the policy language.

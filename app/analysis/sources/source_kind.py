@@ -115,13 +115,17 @@ class SourceKind(Generic[Keys]):
     where the sandbox mounted the tree; None for a kind the host lists completely (nothing of it runs in
     the sandbox). The capture harness records launches of every item, or, for `python_definitions`, the
     definitions the named function returns. `detect`: how `prtriage init` finds the kind in a tree (the
-    tree's root and how its scripts' launches are recorded -> the source's keys, each with why).
+    tree's root and how its scripts' launches are recorded -> the source's keys, each with why). `needs`:
+    the distributions the capture harness itself needs for the kind in the analysis environment, given the
+    tree's root (`pytest` and the tree's pytest plugins), which `init` puts into the requirements, pinned,
+    when it writes the kind.
     """
 
     keys: type[Keys]
     list_items: Callable[[Keys, SourceTree, str], Listing]
     recorded: Callable[[ScriptReport, Keys, str], Found] | None = None
     detect: Callable[[Path, dict[str, Any]], Iterator[tuple[dict[str, Any], str]]] | None = None
+    needs: Callable[[Path], list[str]] | None = None
 
     @property
     def name(self) -> str:

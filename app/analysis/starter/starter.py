@@ -18,6 +18,7 @@ paths, the HF config's fixture. Heuristics all: the health report is the judge, 
 from __future__ import annotations
 
 import ast
+import importlib.metadata
 import re
 import sys
 from collections import Counter
@@ -106,7 +107,7 @@ def detect(root: Path) -> Starter:
         entry_pattern = _launched_entry(validation["entry"], validation["paths"], modules)
         found = f"found the validator {validation['entry']}, but"
     except NoValidator as exc:
-        validation, used, entry_pattern = {"mode": "boundary"}, [], LAUNCHED_SCRIPT
+        validation, used, entry_pattern = {"mode": "boundary"}, _launchable(root, modules), LAUNCHED_SCRIPT
         starter.why["validation.mode"] = (f"{exc}: each CI launch's own script runs until training would "
                                           "start (its training boundary)")
         found = f"{exc}, and"
@@ -120,13 +121,12 @@ def detect(root: Path) -> Starter:
     starter.policy["matrix"] = {"sources": [source for source, _ in sources]}
     for index, (_, reason) in enumerate(sources):
         starter.why[f"matrix.sources[{index}]"] = reason
-    if not used:  # to the boundary: what the launched programs import is what validation runs
-        # (programs the CI scripts start through scripts of their own, NeMo RL's L1 scripts running
-        # `tests/functional/<test>.sh`, are not named there: then every launchable script)
-        used = _launched_programs(root, [source for source, _ in sources], modules) \
-            or _launchable(root, modules)
+    if validation.get("mode") == "boundary":  # what the launched programs import is what validation runs
+        launched = _launched_programs(root, [source for source, _ in sources], modules)
+        used = list({m.name: m for m in [*used, *launched]}.values())
     deeper = [m for u in used for m in imported_modules(u, modules)]
     starter.policy["harness"] = _harness(root, [*used, *deeper], modules)
+    _add_needs(starter.policy["harness"], [source for source, _ in sources], root)
     starter.why["harness.requirements"] = REQUIREMENTS_WHY
     python = _required_python(root)
     if python:
@@ -308,6 +308,28 @@ def _sources(root: Path, recording: dict[str, Any]) -> Iterator[tuple[dict[str, 
     for kind in KINDS.values():
         if kind.detect is not None:
             yield from kind.detect(root, recording)
+
+
+def _add_needs(harness: dict[str, Any], sources: list[dict[str, Any]], root: Path) -> None:
+    """What the written kinds' capture needs itself (pytest and its plugins), pinned as CI has it (the tree's
+    lock or pin, else this machine's version, else unpinned), among the requirements."""
+    kinds = dict.fromkeys(KINDS[source["kind"]] for source in sources)
+    wanted = [name for kind in kinds if kind.needs is not None for name in kind.needs(root)]
+    taken = {re.split(r"[=<>!~\[ ]", requirement, maxsplit=1)[0].lower()
+             for requirement in harness["requirements"]}
+    for distribution in dict.fromkeys(wanted):
+        if distribution.lower() not in taken:
+            harness["requirements"].append(_pinned(distribution, root))
+
+
+def _pinned(distribution: str, root: Path) -> str:
+    version = pinned_version(root, distribution, exact=True)
+    if version is None:
+        try:
+            version = importlib.metadata.version(distribution)
+        except importlib.metadata.PackageNotFoundError:
+            return distribution
+    return f"{distribution}=={version}"
 
 
 def _recording(entry_pattern: str, modules: dict[str, Module]) -> dict[str, Any]:
