@@ -671,3 +671,38 @@ def test_outputs_relative_to_the_read_only_tree_land_in_a_scratch_overlay(tmp_pa
     assert found["bad"].outcome == Outcome("rejected", "AssertionError", "experiment name refused",
                                            "train.py", refused)
     assert not (repo / "outputs").exists() and not (tmp_path / "results").exists()
+
+
+VLLM_DIAGNOSTIC = '''\
+import argparse
+
+import torch
+from vllm import LLM, SamplingParams
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--tensor-parallel-size", type=int, default=1)
+parser.add_argument("--max-tokens", type=int, default=16)
+args = parser.parse_args()
+assert args.max_tokens > 0, "max tokens must be positive"
+llm = LLM(model="m", tensor_parallel_size=args.tensor_parallel_size)
+outputs = llm.generate(["x"], SamplingParams(max_tokens=args.max_tokens))
+error = torch.exp(torch.tensor(outputs[0].logprob)).mean().item()
+assert error < 1.05, f"lp error exceeds threshold 1.05: {error}"
+'''
+
+
+def test_a_vllm_engine_is_a_boundary(tmp_path: Path) -> None:
+    """NeMo RL's model diagnostics (`tools/model_diagnostics/*.py`, launched by its functional tests) build a
+    vLLM `LLM` and check what it generates: with vLLM and torch stubbed, the check ran on stub values and
+    failed ("lp error exceeds threshold 1.05: <stub torch.exp.mean.item()>"), a rejection CI never sees."""
+    repo = write_repo(tmp_path, {"tools/diagnose.py": VLLM_DIAGNOSTIC})
+    script = "tools/diagnose.py"
+    found = results(run_sandboxed(repo, job([
+        launch("tp2", script, "--tensor-parallel-size 2 --max-tokens 8"),
+        launch("none", script, "--max-tokens 0"),
+    ], boundary_policy(stub_modules=["torch", "ray", "vllm"]))))
+    assert found["tp2"].outcome.outcome == "accepted", found["tp2"].outcome
+    assert found["tp2"].outcome.message.startswith("reached the training boundary vllm.LLM ")
+    assert found["tp2"].outcome.line == line_of(repo, script, "llm = LLM(")
+    assert found["none"].outcome == Outcome("rejected", "AssertionError", "max tokens must be positive",
+                                            script, line_of(repo, script, "assert args.max_tokens > 0"))

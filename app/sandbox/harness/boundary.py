@@ -105,6 +105,8 @@ BOUNDARIES: tuple[Boundary, ...] = (
     Boundary("deepspeed", "init_distributed", PROCESS_GROUP),
     Boundary("accelerate", "Accelerator", "an Accelerator joins the process group CI starts"),
     *(Boundary("transformers", f"{model}.from_pretrained", WEIGHTS) for model in _AUTO_MODELS),
+    # an inference engine loads its model's weights onto CI's GPUs as it is built
+    Boundary("vllm", "LLM", WEIGHTS),
     Boundary("safetensors", "safe_open", WEIGHTS),
     Boundary("safetensors.torch", "load_file", WEIGHTS),
     Boundary("datasets", "load_dataset", DATASET),
