@@ -23,6 +23,7 @@ from needs import working_sandbox
 from twin.cli import prtriage
 
 from app.analysis.core.policy import Harness, Policy, parse_policy
+from app.analysis.sources.pytest_launches import bounded_id
 from app.analysis.starter.starter import detect, render
 from app.engine.matrix_capture import capture_matrix
 from app.sandbox.interpreter import Interpreter
@@ -399,3 +400,13 @@ def test_tests_ci_gates_on_gpus_run_up_to_their_launch_with_cis_gpu_count(tmp_pa
     matrix, _ = capture_matrix(repo, policy(**real_torch, gpus=8), cache_dir=None, interpreter=cpu_torch)
     suite = {suite.id: suite for suite in matrix.suites}[gated]
     assert list(suite.argv) == ["--tp", "2"]
+
+
+def test_a_node_id_too_long_for_a_suite_id_keeps_its_start_and_a_digest() -> None:
+    """pytorch/torchtune parametrizes with whole command lines: a 250-character node id came back from
+    validation clipped to 200 and was 'reported but never asked for'."""
+    long_ids = [f"tests/test_cli.py::test_cp[tune cp recipe /home/{n}{'x' * 240}]" for n in (1, 2)]
+    ids = [bounded_id(test) for test in long_ids]
+    assert all(len(suite_id) <= 180 for suite_id in ids) and ids[0] != ids[1]
+    assert ids[0].startswith("tests/test_cli.py::test_cp[tune cp recipe /home/1")
+    assert bounded_id("tests/test_e2e.py::test_train[4]") == "tests/test_e2e.py::test_train[4]"
