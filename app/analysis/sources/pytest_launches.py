@@ -23,12 +23,13 @@ from typing import Any
 import yaml
 
 from app.analysis.core.model import Suite
-from app.analysis.core.policy import PytestLaunches, WorkflowSteps
 from app.analysis.core.tree_reading import read_text
+from app.analysis.sources.pytest_launches_keys import PytestLaunches
 from app.analysis.sources.recorded import script_kind, suites_from_launches
 from app.analysis.sources.source_kind import Found, Listing, ScriptReport, SourceKind, SourceTree
 from app.analysis.sources.workflow_rows import read_workflow
 from app.analysis.sources.workflow_steps import list_steps
+from app.analysis.sources.workflow_steps_keys import WorkflowSteps
 
 # The words of a step that start pytest: `pytest`, `.venv/bin/pytest`, `python -m pytest` (its `pytest`).
 PYTEST_WORDS = ["pytest", "**/pytest"]

@@ -24,10 +24,11 @@ from typing import Any, Protocol, TypeVar
 
 import yaml
 
-from app.analysis.core.policy import WorkflowRows, path_matches
+from app.analysis.core.policy import path_matches
 from app.analysis.core.tree_reading import read_text
 from app.analysis.sources.recorded import from_launches
 from app.analysis.sources.source_kind import CaptureItem, Listing, SourceKind, SourceTree
+from app.analysis.sources.workflow_rows_keys import WorkflowRows
 
 MAX_WORKFLOW_BYTES = 1_000_000
 MAX_ROWS_PER_JOB = 256  # GitHub's own limit of jobs one matrix may generate
