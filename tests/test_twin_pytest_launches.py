@@ -23,6 +23,7 @@ from needs import working_sandbox
 from twin.cli import prtriage
 
 from app.analysis.core.policy import Harness, Policy, parse_policy
+from app.analysis.sources.pytest_launches import bounded_id
 from app.analysis.starter.starter import detect, render
 from app.engine.matrix_capture import capture_matrix
 from app.sandbox.interpreter import Interpreter
@@ -122,11 +123,13 @@ def git(repo: Path, *args: str) -> str:
     return done.stdout.strip()
 
 
-def policy(**source: object) -> Policy:
+def policy(requirements: tuple[str, ...] = (PYTEST,), stub: tuple[str, ...] = ("torch",),
+           **source: object) -> Policy:
     return Policy.model_validate({"version": 1, "matrix": {"sources": [{
         "kind": "pytest_launches", "workflows": [".github/workflows/*.yml"], "entry": r"(^|/)train\.py$",
         "env_from": ["exported"], **source}]},
-        "harness": {"requirements": [PYTEST], "stub_modules": ["torch"], "limits": {"suite_seconds": 30}}})
+        "harness": {"requirements": list(requirements), "stub_modules": list(stub),
+                    "limits": {"suite_seconds": 60}}})
 
 
 def test_capture_runs_ci_pytest_selection_and_records_each_test_functions_launch(tmp_path: Path) -> None:
@@ -366,3 +369,44 @@ def test_an_entry_a_test_runs_in_its_own_process_is_recorded_as_its_launch(tmp_p
     recipe = suites["tests/test_inprocess.py::test_recipe"]
     assert (recipe.entry, list(recipe.argv)) == ("train.py", ["--tp", "8", "--world", "8"])
     assert len(suites) == 3 and matrix.partial == ()  # the two subprocess launches of test_e2e too
+
+
+GPU_GATED = '''\
+import subprocess
+import sys
+
+import pytest
+import torch
+
+GPUS = torch.cuda.device_count()  # read at import, as pytorch/torchtune's @gpu_test(gpu_count=2) reads it
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(GPUS < 2, reason="needs 2 GPUs")
+def test_distributed():
+    subprocess.run(["torchrun", "--nproc_per_node", str(GPUS), "train.py", "--tp", "2"], check=True)
+'''
+
+
+def test_tests_ci_gates_on_gpus_run_up_to_their_launch_with_cis_gpu_count(tmp_path: Path) -> None:
+    """CPU torch answers 0 GPUs: pytorch/torchtune's recipe tests were skipped, none captured."""
+    working_sandbox()
+    repo = write_repo(tmp_path, {**FILES, "tests/test_gpu.py": GPU_GATED})
+    real_torch = {"requirements": (PYTEST, "torch==2.13.0"), "stub": ()}
+    cpu_torch = environment_of(Harness(requirements=list(real_torch["requirements"])))
+    gated = "tests/test_gpu.py::test_distributed"
+    without, _ = capture_matrix(repo, policy(**real_torch), cache_dir=None, interpreter=cpu_torch)
+    assert gated not in {suite.id for suite in without.suites}
+    matrix, _ = capture_matrix(repo, policy(**real_torch, gpus=8), cache_dir=None, interpreter=cpu_torch)
+    suite = {suite.id: suite for suite in matrix.suites}[gated]
+    assert list(suite.argv) == ["--tp", "2"]
+
+
+def test_a_node_id_too_long_for_a_suite_id_keeps_its_start_and_a_digest() -> None:
+    """pytorch/torchtune parametrizes with whole command lines: a 250-character node id came back from
+    validation clipped to 200 and was 'reported but never asked for'."""
+    long_ids = [f"tests/test_cli.py::test_cp[tune cp recipe /home/{n}{'x' * 240}]" for n in (1, 2)]
+    ids = [bounded_id(test) for test in long_ids]
+    assert all(len(suite_id) <= 180 for suite_id in ids) and ids[0] != ids[1]
+    assert ids[0].startswith("tests/test_cli.py::test_cp[tune cp recipe /home/1")
+    assert bounded_id("tests/test_e2e.py::test_train[4]") == "tests/test_e2e.py::test_train[4]"

@@ -13,6 +13,7 @@ is the test that made it.
 from __future__ import annotations
 
 import copy
+import hashlib
 import re
 import shlex
 from collections.abc import Iterator, Mapping, Sequence
@@ -32,7 +33,8 @@ from app.analysis.sources.workflow_steps_keys import WorkflowSteps
 
 # The words of a step that start pytest: `pytest`, `.venv/bin/pytest`, `python -m pytest` (its `pytest`).
 PYTEST_WORDS = ["pytest", "**/pytest"]
-OUTSIDE_TESTS = "(collection)"  # what pytestrun names launches made while no test ran
+OUTSIDE_TESTS = "(collection)"
+MAX_TEST_ID = 180  # what pytestrun names launches made while no test ran
 MAX_INVOCATION_WORDS = 64
 _PYTEST_STEP = re.compile(r"(^|[\s/;&|(])(pytest|py\.test)(\s|$)", re.M)
 
@@ -67,11 +69,20 @@ def suites_of_tests(step: str, launches: Sequence[Mapping[str, Any]], source: Py
     by_test: dict[str, list[Mapping[str, Any]]] = {}
     for launch in launches:
         test = str(launch.get("test") or OUTSIDE_TESTS)
-        by_test.setdefault(step if test == OUTSIDE_TESTS else test, []).append(launch)
+        by_test.setdefault(step if test == OUTSIDE_TESTS else bounded_id(test), []).append(launch)
     suites: list[Suite] = []
     for test, made in by_test.items():
         suites += suites_from_launches(test, made, source, repo_mount)
     return suites
+
+
+def bounded_id(test: str) -> str:
+    """A node id short enough to be a suite id (the validation's reports are read up to 200 characters,
+    and `#N` may follow): a longer one (pytorch/torchtune parametrizes with whole command lines) keeps its
+    start and a digest of the rest."""
+    if len(test) <= MAX_TEST_ID:
+        return test
+    return f"{test[:MAX_TEST_ID - 12]}~{hashlib.sha256(test.encode()).hexdigest()[:11]}"
 
 
 def detect(root: Path, recording: dict[str, Any]) -> Iterator[tuple[dict[str, Any], str]]:

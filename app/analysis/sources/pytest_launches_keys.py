@@ -25,6 +25,9 @@ class PytestLaunches(Recording):
                                          "lists after `pytest` ([['-m', 'e2e', 'tests/']]).")
     env: dict[str, str] = Field(default_factory=dict, description="Variables the CI runner itself has, "
                                 "beneath the workflow's, the job's and the step's `env:`.")
+    gpus: int = Field(0, ge=0, le=1024, description="GPUs CI's runner has: in the pytest run, a real torch's "
+                      "`torch.cuda.is_available()` answers True and `device_count()` this number, so tests "
+                      "CI gates on GPUs run up to their launch.")
 
     @model_validator(mode="after")
     def _somewhere(self) -> PytestLaunches:

@@ -166,7 +166,8 @@ class Capture:
             return max(1.0, self.seconds * SOFT_LIMIT_SHARE - (os.times().elapsed - started))
 
         state, reason, launches = pytestrun.run_step(item["shell"], settings, self.repo, remaining,
-                                                     self.clean_env, str(self.source.get("entry") or ""))
+                                                     self.clean_env, str(self.source.get("entry") or ""),
+                                                     int(self.source.get("gpus") or 0))
         return self.message(item["id"], records, (state, reason), {}, settings.problems, launches)
 
     def define(self, target: str) -> dict[str, Any]:

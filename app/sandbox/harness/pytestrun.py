@@ -12,6 +12,7 @@ training's output fails here, which is no concern of capture.
 
 from __future__ import annotations
 
+import importlib
 import io
 import os
 import re
@@ -124,6 +125,31 @@ class InProcess:
         return dict(init_globals or {})
 
 
+class CiGpus:
+    """CI's GPUs as a real torch reports them while pytest runs: tests gated on them
+    (`skipif(torch.cuda.device_count() < 2)`, read at import) run up to their launch. Without a real torch
+    (absent, stubbed) nothing is answered."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self.cuda: Any = None
+
+    def __enter__(self) -> CiGpus:
+        if self.count > 0:
+            try:
+                cuda: Any = importlib.import_module("torch.cuda")
+            except Exception:  # absent, or failing to import here: the stub's answers stand
+                return self
+            self.cuda, self.real = cuda, (cuda.is_available, cuda.device_count)
+            cuda.is_available = lambda: True
+            cuda.device_count = lambda: self.count
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        if self.cuda is not None:
+            self.cuda.is_available, self.cuda.device_count = self.real
+
+
 class OutOfTime(KeyboardInterrupt):
     """The item's own time limit: pytest ends its session at a KeyboardInterrupt, with what it recorded."""
 
@@ -206,7 +232,8 @@ Launches = list[dict[str, Any]]
 
 
 def run_step(text: str, settings: intercept_shell.ShellSettings, repo: str, remaining: Callable[[], float],
-             clean_env: Callable[[Launches], None], entry: str = "") -> tuple[str, str | None, Launches]:
+             clean_env: Callable[[Launches], None], entry: str = "",
+             gpus: int = 0) -> tuple[str, str | None, Launches]:
     """(state, reason, launches) of one CI step: its text in the recording bash, then each pytest it
     started, for real, sharing the seconds `remaining` gives. state: "ended" (every pytest ran its
     selection) or "failed"."""
@@ -224,7 +251,8 @@ def run_step(text: str, settings: intercept_shell.ShellSettings, repo: str, rema
     reasons: list[str] = []
     runs = started[:MAX_PYTEST_RUNS]
     for number, run in enumerate(runs):
-        found, reason = run_pytest(pytest, run, settings, repo, remaining() / (len(runs) - number), entry)
+        found, reason = run_pytest(pytest, run, settings, repo, remaining() / (len(runs) - number), entry,
+                                   gpus)
         clean_env(found)
         launches += found
         if reason:
@@ -235,7 +263,7 @@ def run_step(text: str, settings: intercept_shell.ShellSettings, repo: str, rema
 
 
 def run_pytest(pytest: Any, started: dict[str, Any], settings: intercept_shell.ShellSettings, repo: str,
-               seconds: float, entry: str = "") -> tuple[list[dict[str, Any]], str | None]:
+               seconds: float, entry: str = "", gpus: int = 0) -> tuple[list[dict[str, Any]], str | None]:
     """One pytest command line as CI started it (its words, directory and exported environment), in this
     process: the launches its tests made, and why it did not run its whole selection (None: it did)."""
     records = tempfile.mkdtemp(prefix="pytest-", dir=settings.records)
@@ -253,7 +281,7 @@ def run_pytest(pytest: Any, started: dict[str, Any], settings: intercept_shell.S
         sys.stderr = errors
         # A test module that does not import here (a package the analysis environment lacks) must not
         # cost the launches of the others, as it would with pytest's default stop at collection errors.
-        with InProcess(settings, entry):
+        with InProcess(settings, entry), CiGpus(gpus):
             status = int(pytest.main([*pytest_arguments(started["argv"]), "-p", "no:cacheprovider", "-q",
                                       "--continue-on-collection-errors"], plugins=[plugin]))
     except OutOfTime:
