@@ -3,12 +3,14 @@ carries (no caching of private titles, no framing, no scripts from anywhere)."""
 
 from __future__ import annotations
 
+import re
 import shlex
 from datetime import UTC, datetime
 from typing import Any
 
 from fastapi import Request
 from fastapi.templating import Jinja2Templates
+from markupsafe import Markup, escape
 from starlette.responses import Response
 
 from app.bundled import package_file
@@ -44,7 +46,15 @@ def iso(moment: datetime | None) -> str:
     return "" if moment is None else moment.astimezone(UTC).isoformat()
 
 
-TEMPLATES.env.filters.update(age=age, when=when, iso=iso, shell=shlex.join)  # shell: argv as CI would type it
+def breakable(text: str) -> Markup:
+    """TEXT escaped, with a line break allowed (<wbr>) after each separator of a path or an id (/ _ . - #):
+    a suite id longer than its column wraps between its words, where a browser would otherwise cut it
+    anywhere ("…dist_di / st_optimizer…")."""
+    return Markup("<wbr>").join(escape(part) for part in re.split(r"(?<=[/_.#-])", text))
+
+
+TEMPLATES.env.filters.update(age=age, when=when, iso=iso, breakable=breakable,
+                             shell=shlex.join)  # shell: argv as CI would type it
 
 
 def render(request: Request, name: str, context: dict[str, Any], *, viewer: Viewer | None = None,

@@ -1,0 +1,91 @@
+"""What the page-by-page browser tests check on a page Playwright has open: it does not scroll sideways,
+no pill, id or sha wraps inside a word, and the page logged no error and lost no request.
+
+Each check returns what it found wrong (empty: fine), so that a failure names the element and its text;
+tests/dashboard/test_layout_checks.py shows every check catching a deliberately broken page.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Pills (badges) never wrap at all: "accepte / d" and "could not / analyse" both read as broken.
+PILLS = ".badge"
+# Ids and shas by their class; a sha or a "#123" id without a class is found by its text (SHAPED below).
+IDS = "code.sha, .sha, .suite-id, .run-id, .window-id, td.suite code"
+# Text that is a sha (7 to 40 hex digits) or an id ("#123", "run #123"), whatever its element.
+SHAPED = r"^(?:[0-9a-f]{7,40}|(?:run )?#\d+)$"
+
+_OVERFLOW = """() => {
+  const width = window.innerWidth;
+  const wide = [...document.body.querySelectorAll('*')]
+    .filter(e => e.getBoundingClientRect().right > width + 0.5)
+    .filter(e => ![...e.children].some(c => c.getBoundingClientRect().right > width + 0.5))
+    .slice(0, 5).map(e => `${e.tagName.toLowerCase()}.${e.className}: ${e.textContent.trim().slice(0, 60)}`);
+  return {scrollWidth: document.scrollingElement.scrollWidth, innerWidth: width, wide};
+}"""
+
+# One rectangle per character of each text node: a character below the one before it starts a new line.
+# A line break inside a pill, or between two letters or digits of an id or a sha, is a broken one; after a
+# separator (/ _ . - #) it is where a long path or id may wrap.
+_BROKEN = """([pills, ids, shaped]) => {
+  const word = /[\\p{L}\\p{N}]/u, shape = new RegExp(shaped), range = document.createRange();
+  const brokenIn = (element, pill) => {
+    const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+    let before = null, space = false;
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (let i = 0; i < node.data.length; i++) {
+        const char = node.data[i];
+        if (/\\s/.test(char)) { space = true; continue; }
+        range.setStart(node, i); range.setEnd(node, i + 1);
+        const rect = range.getBoundingClientRect();
+        if (rect.width === 0 && rect.height === 0) continue;
+        const newLine = before !== null && rect.top >= before.rect.top + before.rect.height / 2;
+        if (newLine && (pill || (!space && word.test(before.char) && word.test(char)))) return true;
+        before = {rect, char}; space = false;
+      }
+    }
+    return false;
+  };
+  const marked = new Set(document.querySelectorAll(`${pills}, ${ids}`));
+  for (const e of document.body.querySelectorAll('code, a, span, td, dd, time')) {
+    if (shape.test(e.textContent.trim())) marked.add(e);
+  }
+  return [...marked].filter(e => brokenIn(e, e.matches(pills)))
+    .map(e => `${e.tagName.toLowerCase()}.${e.className}: ${e.textContent.trim()}`);
+}"""
+
+
+def overflow(page: Any) -> list[str]:
+    """Empty when the page is no wider than the viewport; else the widths and the widest elements."""
+    found = page.evaluate(_OVERFLOW)
+    if found["scrollWidth"] <= found["innerWidth"]:
+        return []
+    return [f"scrollWidth {found['scrollWidth']} > innerWidth {found['innerWidth']}", *found["wide"]]
+
+
+def broken_words(page: Any) -> list[str]:
+    """The pills that wrap, and the ids and shas that wrap inside a word (class, text)."""
+    broken: list[str] = page.evaluate(_BROKEN, [PILLS, IDS, SHAPED])
+    return broken
+
+
+class Watch:
+    """Everything that went wrong while PAGE loaded: console errors, uncaught exceptions, requests that
+    failed or were answered 400 or above. Attach before the first goto."""
+
+    def __init__(self, page: Any) -> None:
+        self.problems: list[str] = []
+        page.on("console", self._console)
+        page.on("pageerror", lambda error: self.problems.append(f"page error: {error}"))
+        page.on("requestfailed", lambda request: self.problems.append(
+            f"request failed: {request.url} ({request.failure})"))
+        page.on("response", self._response)
+
+    def _console(self, message: Any) -> None:
+        if message.type == "error":
+            self.problems.append(f"console error: {message.text}")
+
+    def _response(self, response: Any) -> None:
+        if response.status >= 400:
+            self.problems.append(f"{response.status} for {response.url}")
