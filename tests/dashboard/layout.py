@@ -1,5 +1,6 @@
 """What the page-by-page browser tests check on a page Playwright has open: it does not scroll sideways,
-no pill, id or sha wraps inside a word, and the page logged no error and lost no request.
+no pill, id or sha wraps inside a word, no short word anywhere is cut, and the page logged no error and lost
+no request.
 
 Each check returns what it found wrong (empty: fine), so that a failure names the element and its text;
 tests/dashboard/test_layout_checks.py shows every check catching a deliberately broken page.
@@ -56,6 +57,37 @@ _BROKEN = """([pills, ids, shaped]) => {
 }"""
 
 
+# Any text on the page: a token (characters between spaces) of at most SHORT characters cut between two
+# letters or digits ("ti / meli / ne" in a squeezed column, "Assertion / Error"). Longer tokens (a path, a
+# command line) may be cut anywhere: the stylesheet lets them, so that they do not push the page sideways.
+SHORT = 20
+_CUT = """(short) => {
+  const word = /[\\p{L}\\p{N}]/u, range = document.createRange(), cut = [];
+  const skip = node => node.parentElement.closest('script, style, svg, [hidden]');
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT, {acceptNode: node =>
+    skip(node) ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT});
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    for (const match of node.data.matchAll(/\\S+/g)) {
+      if (match[0].length > short) continue;
+      let before = null;
+      for (let i = match.index; i < match.index + match[0].length; i++) {
+        range.setStart(node, i); range.setEnd(node, i + 1);
+        const rect = range.getBoundingClientRect();
+        if (rect.width === 0 && rect.height === 0) continue;
+        if (before && rect.top >= before.rect.top + before.rect.height / 2 && word.test(before.char)
+            && word.test(node.data[i])) {
+          const parent = node.parentElement;
+          cut.push(`${parent.tagName.toLowerCase()}.${parent.className}: ${match[0]}`);
+          break;
+        }
+        before = {rect, char: node.data[i]};
+      }
+    }
+  }
+  return cut;
+}"""
+
+
 def overflow(page: Any) -> list[str]:
     """Empty when the page is no wider than the viewport; else the widths and the widest elements."""
     found = page.evaluate(_OVERFLOW)
@@ -68,6 +100,12 @@ def broken_words(page: Any) -> list[str]:
     """The pills that wrap, and the ids and shas that wrap inside a word (class, text)."""
     broken: list[str] = page.evaluate(_BROKEN, [PILLS, IDS, SHAPED])
     return broken
+
+
+def cut_words(page: Any) -> list[str]:
+    """The short tokens anywhere on the page that a line break cuts between two letters or digits."""
+    cut: list[str] = page.evaluate(_CUT, SHORT)
+    return cut
 
 
 class Watch:

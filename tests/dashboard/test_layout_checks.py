@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from .layout import Watch, broken_words, overflow
+from .layout import Watch, broken_words, cut_words, overflow
 from .test_browser import CHROMIUM, CHROMIUM_ARGS, unavailable
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
@@ -80,3 +80,16 @@ def test_console_errors_page_errors_failed_and_refused_requests_are_caught(page:
     quiet = Watch(page)
     page.set_content("<p>nothing wrong</p><script>console.log('fine')</script>")
     assert quiet.problems == []
+
+
+def test_a_short_word_cut_anywhere_on_the_page_is_caught_a_long_token_is_not(page: Any) -> None:
+    """"ti / meli / ne" in a squeezed table column; a 40-character path may wrap where it must."""
+    page.set_content(ANYWHERE + "<table><tr><td style='width: 100%'>" + "words " * 60 + "</td><td>"
+                     "<a href='#'>timeline</a></td></tr></table>")
+    assert cut_words(page) == ["a.: timeline"]
+    page.set_content(ANYWHERE + "<table><tr><td style='width: 100%'>" + "words " * 60 + "</td><td style="
+                     "'white-space: nowrap'><a href='#'>timeline</a></td></tr></table>")
+    assert cut_words(page) == []
+    page.set_content(ANYWHERE + f"<div style='width: 60px'><span>tests/e2e/{SHA}</span> and some prose</div>")
+    assert page.evaluate("document.querySelector('span').getClientRects().length") > 2  # cut, and allowed
+    assert cut_words(page) == []

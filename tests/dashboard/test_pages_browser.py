@@ -1,7 +1,8 @@
 """Every page of the dashboard in a real browser, at 1360 px (a laptop) and 390 px (a phone), in the light
-and the dark colour scheme: it does not scroll sideways, no pill wraps and no id or sha wraps inside a word,
-and it logs no console error, throws nothing and loses no request (tests/dashboard/layout.py; each of these
-checks is shown to fail on a broken page in tests/dashboard/test_layout_checks.py).
+and the dark colour scheme: it does not scroll sideways, no pill wraps, no id or sha wraps inside a word, no
+short word anywhere is cut, and it logs no console error, throws nothing and loses no request
+(tests/dashboard/layout.py; each of these checks is shown to fail on a broken page in
+tests/dashboard/test_layout_checks.py).
 
 Each case saves a full-page screenshot, `<page>-<width>-<scheme>.png`, in the test's own output directory
 (pytest's `tmp_path`: `<basetemp>/test_<page>_<width>_<scheme>0/`; `pytest --basetemp=DIR` fixes where),
@@ -29,7 +30,7 @@ from app.store.migrate import upgrade
 from app.store.session import make_engine, session_scope
 
 from .conftest import TOKEN, build_app
-from .layout import Watch, broken_words, overflow
+from .layout import Watch, broken_words, cut_words, overflow
 from .seed import LONG_REPO, PagesSeed, seed_pages
 from .test_browser import CHROMIUM, CHROMIUM_ARGS, unavailable
 
@@ -146,8 +147,9 @@ def test_page(chromium: Any, server: str, logged_in: dict[str, Any], seeded_page
             mended = not any(b.startswith(UNMENDED[name]) for b in broken)
             assert not mended, f"the {name} page is mended: drop it from UNMENDED"
             broken = [b for b in broken if not b.startswith(UNMENDED[name])]
-        found = {"sideways": overflow(page), "broken": broken, "problems": watch.problems}
-        assert found == {"sideways": [], "broken": [], "problems": []}, "\n".join(
+        found = {"sideways": overflow(page), "broken": broken, "cut": cut_words(page),
+                 "problems": watch.problems}
+        assert found == {"sideways": [], "broken": [], "cut": [], "problems": []}, "\n".join(
             f"{name} {width} {scheme} {check}: {item}" for check, items in found.items() for item in items)
     finally:
         context.close()
