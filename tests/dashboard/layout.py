@@ -1,6 +1,6 @@
 """What the page-by-page browser tests check on a page Playwright has open: it does not scroll sideways,
-no pill, id or sha wraps inside a word, no short word anywhere is cut, and the page logged no error and lost
-no request.
+no pill, id or sha wraps inside a word, no short word anywhere is cut, all text contrasts with what is behind
+it, and the page logged no error and lost no request.
 
 Each check returns what it found wrong (empty: fine), so that a failure names the element and its text;
 tests/dashboard/test_layout_checks.py shows every check catching a deliberately broken page.
@@ -88,6 +88,36 @@ _CUT = """(short) => {
 }"""
 
 
+# Each element with text of its own: its colour against the first background behind it (its own or an
+# ancestor's, the page's white when none), as WCAG computes contrast. Below MIN_CONTRAST: unreadable, such
+# as the light scheme's background left under the dark scheme's text.
+MIN_CONTRAST = 4.5
+_CONTRAST = """(minimum) => {
+  const rgba = text => (text.match(/[\\d.]+/g) || []).map(Number);
+  const luminance = ([r, g, b]) => {
+    const linear = v => (v /= 255) <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+    return 0.2126 * linear(r) + 0.7152 * linear(g) + 0.0722 * linear(b);
+  };
+  const behind = element => {
+    for (let e = element; e; e = e.parentElement) {
+      const color = rgba(getComputedStyle(e).backgroundColor);
+      if (color.length === 3 || color[3] > 0) return color;
+    }
+    return [255, 255, 255];
+  };
+  const low = [];
+  for (const e of document.body.querySelectorAll('*')) {
+    if (e.closest('svg') || ![...e.childNodes].some(n => n.nodeType === 3 && n.data.trim())) continue;
+    if (!e.getClientRects().length) continue;
+    const [a, b] = [luminance(rgba(getComputedStyle(e).color)), luminance(behind(e))];
+    const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+    const text = e.textContent.trim().slice(0, 40);
+    if (ratio < minimum) low.push(`${e.tagName.toLowerCase()}.${e.className}: ${ratio.toFixed(2)} ${text}`);
+  }
+  return low;
+}"""
+
+
 def overflow(page: Any) -> list[str]:
     """Empty when the page is no wider than the viewport; else the widths and the widest elements."""
     found = page.evaluate(_OVERFLOW)
@@ -106,6 +136,12 @@ def cut_words(page: Any) -> list[str]:
     """The short tokens anywhere on the page that a line break cuts between two letters or digits."""
     cut: list[str] = page.evaluate(_CUT, SHORT)
     return cut
+
+
+def low_contrast(page: Any) -> list[str]:
+    """The elements whose text contrasts less than MIN_CONTRAST with the background behind it."""
+    low: list[str] = page.evaluate(_CONTRAST, MIN_CONTRAST)
+    return low
 
 
 class Watch:

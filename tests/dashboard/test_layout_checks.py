@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from .layout import Watch, broken_words, cut_words, overflow
+from .layout import Watch, broken_words, cut_words, low_contrast, overflow
 from .test_browser import CHROMIUM, CHROMIUM_ARGS, unavailable
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
@@ -93,3 +93,13 @@ def test_a_short_word_cut_anywhere_on_the_page_is_caught_a_long_token_is_not(pag
     page.set_content(ANYWHERE + f"<div style='width: 60px'><span>tests/e2e/{SHA}</span> and some prose</div>")
     assert page.evaluate("document.querySelector('span').getClientRects().length") > 2  # cut, and allowed
     assert cut_words(page) == []
+
+
+def test_text_that_does_not_contrast_with_the_background_behind_it_is_caught(page: Any) -> None:
+    """The dark scheme's light text over a row that kept the light scheme's pink (an ancestor's)."""
+    row = ("<table><tr style='background: {}'><td><span class='message'>AssertionError</span></td></tr>"
+           "</table>")
+    page.set_content(f"<body style='background: #0d1117; color: #e6edf3'>{row.format('#ffebe9')}</body>")
+    assert low_contrast(page) == ["span.message: 1.03 AssertionError"]
+    page.set_content(f"<body style='background: #0d1117; color: #e6edf3'>{row.format('#3d1d20')}</body>")
+    assert low_contrast(page) == []

@@ -1,6 +1,7 @@
 """Every page of the dashboard in a real browser, at 1360 px (a laptop) and 390 px (a phone), in the light
 and the dark colour scheme: it does not scroll sideways, no pill wraps, no id or sha wraps inside a word, no
-short word anywhere is cut, and it logs no console error, throws nothing and loses no request
+short word anywhere is cut, all text contrasts with its background (4.5:1), and it logs no console error,
+throws nothing and loses no request
 (tests/dashboard/layout.py; each of these checks is shown to fail on a broken page in
 tests/dashboard/test_layout_checks.py).
 
@@ -30,7 +31,7 @@ from app.store.migrate import upgrade
 from app.store.session import make_engine, session_scope
 
 from .conftest import TOKEN, build_app
-from .layout import Watch, broken_words, cut_words, overflow
+from .layout import Watch, broken_words, cut_words, low_contrast, overflow
 from .seed import LONG_REPO, PagesSeed, seed_pages
 from .test_browser import CHROMIUM, CHROMIUM_ARGS, unavailable
 
@@ -148,8 +149,8 @@ def test_page(chromium: Any, server: str, logged_in: dict[str, Any], seeded_page
             assert not mended, f"the {name} page is mended: drop it from UNMENDED"
             broken = [b for b in broken if not b.startswith(UNMENDED[name])]
         found = {"sideways": overflow(page), "broken": broken, "cut": cut_words(page),
-                 "problems": watch.problems}
-        assert found == {"sideways": [], "broken": [], "cut": [], "problems": []}, "\n".join(
+                 "contrast": low_contrast(page), "problems": watch.problems}
+        assert found == {"sideways": [], "broken": [], "cut": [], "contrast": [], "problems": []}, "\n".join(
             f"{name} {width} {scheme} {check}: {item}" for check, items in found.items() for item in items)
     finally:
         context.close()
