@@ -100,6 +100,21 @@ def test_stub_values_survive_arithmetic_comparison_iteration_and_with(tmp_path: 
     assert result == [False, True, True, False, False, [], 0, 0, True, True, []]
 
 
+def test_a_stubbed_constant_used_as_a_path_names_an_absent_scratch_directory(tmp_path: Path) -> None:
+    # RLinf-shaped: `Path(huggingface_hub.constants.HF_HOME) / "lerobot"` at import, huggingface_hub absent
+    result = run_repo_module(tmp_path, """
+        import os
+        from pathlib import Path
+        from huggingface_hub.constants import HF_HOME
+        import torch
+
+        home = Path(HF_HOME) / "lerobot"
+        RESULT = [str(home), os.path.join(torch.cuda.device_count(), "x"), home.exists()]
+    """)
+    assert result == ["/tmp/.prtriage-stub-paths/huggingface_hub.constants.HF_HOME/lerobot",
+                      "/tmp/.prtriage-stub-paths/torch.cuda.device_count/x", False]
+
+
 def test_submodules_of_stubs_are_stubs(tmp_path: Path) -> None:
     result = run_repo_module(tmp_path, """
         import torch.distributed as dist

@@ -676,3 +676,38 @@ def test_the_starter_pins_its_real_packages_as_the_analysis_environments_require
     assert found == ["PyYAML==6.0.1", f"Jinja2=={importlib.metadata.version('jinja2')}"]
     (tmp_path / "uv.lock").write_text('[[package]]\nname = "jinja2"\nversion = "3.1.2"\n')
     assert requirements_for(["jinja2"], tmp_path) == ["Jinja2==3.1.2"]
+
+
+LAUNCH_MAIN = "python ${REPO_PATH}/examples/reasoning/main.py --config-name $1\n"
+
+
+def test_workflow_steps_of_shell_scripts_launching_programs_run_to_their_boundary(tmp_path: Path) -> None:
+    # RLinf-shaped: each e2e step runs `bash tests/e2e_tests/<area>/run.sh <config>`, whose last line
+    # starts `python ${REPO_PATH}/examples/<area>/main.py` (a Hydra application); the tree's biggest
+    # `parse_args` is a data tool's, which no script launches
+    tool = "import argparse\n\ndef parse_args():\n    parser = argparse.ArgumentParser()\n" + OPTIONS + (
+        "\n    return parser.parse_args()\n")
+    step = "export REPO_PATH=$(pwd)\nsource .venv/bin/activate\nbash tests/e2e_tests/{area}/run.sh {config}\n"
+    workflow = {"jobs": {"e2e": {"runs-on": "gpu", "steps": [
+        {"run": "bash requirements/install.sh"},
+        {"run": step.format(area="reasoning", config="grpo")},
+        {"run": step.format(area="embodied", config="ppo")}]}}}
+    files = {
+        "toolkits/lerobot/collect.py": tool,
+        "examples/reasoning/main.py": "import hydra\nimport ray\n\n@hydra.main(config_path='config')\n"
+                                      "def main(cfg):\n    ray.init()\n",
+        "tests/e2e_tests/reasoning/run.sh": LAUNCH_MAIN,
+        "tests/e2e_tests/embodied/run.sh": LAUNCH_MAIN,
+        "requirements/install.sh": "pip install -e .\n",
+        ".github/workflows/e2e.yml": yaml.safe_dump(workflow),
+    }
+    starter = detect(write(tmp_path, files))
+    assert starter.policy["validation"] == {"mode": "boundary"}
+    assert "no script of the tree matching" in starter.why["validation.mode"]
+    [source] = starter.policy["matrix"]["sources"]
+    assert (source["kind"], source["entry"]) == ("workflow_steps", r"\.py$")
+    assert source["workflows"] == [".github/workflows/e2e.yml"]
+    assert source["scripts"] == ["tests/e2e_tests/**/*.sh"]  # not the install script: it launches nothing
+    assert "hydra" in starter.policy["harness"]["real_packages"]  # the launched program composes for real
+    policy = parse_policy(render(starter), "starter")
+    assert policy.validation.to_boundary

@@ -13,13 +13,16 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
+from analysis_envs import environment_of
 from needs import working_sandbox
 
 from app.analysis.core.model import Finding, MinimalArgs, Outcome, Suite, SuiteResult
+from app.analysis.core.policy import Policy, parse_policy
 from app.analysis.verdict.minimal import FlagSearch, contains, split_arguments
 from app.analysis.verdict.report import CheckReport
 from app.analysis.verdict.workflow_commands import annotation
-from app.engine.minimal_args import explain_rejections
+from app.engine.minimal_args import explain_rejections, head_validator, in_rounds, in_the_warm_leader
+from app.sandbox.interpreter import Interpreter
 from app.triage.pr_report import check_output, comment_markdown
 
 PROJECT = Path(__file__).resolve().parents[1]
@@ -150,7 +153,8 @@ def test_each_blocking_rejection_gets_the_arguments_it_needs_from_its_shortest_s
     head = {s.id: SuiteResult(s.id, Outcome("rejected", "AssertionError", "LoRA", "arguments.py", LINE))
             for s in (short, long)}
     calls: list[int] = []
-    [explained] = explain_rejections([finding(long.id, short.id)], [short, long], head, validator(calls))
+    [explained] = explain_rejections([finding(long.id, short.id)], [short, long], head,
+                                     in_rounds(validator(calls)))
     assert explained.minimal_args == MinimalArgs(
         args=("--num-gpus", "8", "--colocate", "--disable-weights-backuper", "--lora-rank", "16"), count=4,
         of=5, suite=short.id, complete=True, every_suite_passes=True)
@@ -161,7 +165,7 @@ def test_the_bound_cuts_the_search_short_and_says_so() -> None:
     short = Suite("ci/e2e.py#1", "ci/e2e.py", ARGV)
     head = {short.id: SuiteResult(short.id, Outcome("rejected", "AssertionError", "LoRA", "arguments.py",
                                                     LINE))}
-    [explained] = explain_rejections([finding(short.id)], [short], head, validator([]), rounds=1)
+    [explained] = explain_rejections([finding(short.id)], [short], head, in_rounds(validator([])), rounds=1)
     assert explained.minimal_args is not None and not explained.minimal_args.complete
 
 
@@ -171,7 +175,8 @@ def test_warnings_and_rejections_elsewhere_are_left_as_they_are() -> None:
     warning = Finding("new_rejection", "warning", "x", suites=(suite.id,), path="arguments.py", line=LINE)
     elsewhere = finding(suite.id)  # the head rejects this suite at line 99, not 21: record mode found it
     calls: list[int] = []
-    assert explain_rejections([warning, elsewhere], [suite], head, validator(calls)) == [warning, elsewhere]
+    explained = explain_rejections([warning, elsewhere], [suite], head, in_rounds(validator(calls)))
+    assert explained == [warning, elsewhere]
     assert calls == []
 
 
@@ -198,3 +203,60 @@ def test_the_example_check_names_the_three_arguments_the_new_assert_rejects(tmp_
     [spec] = check_output(CheckReport(None, None, validation_changed=True, findings=(explained,))).annotations
     assert f"rejected because of {said} passes these" in spec.message
     assert f"rejected because of {said} passes these" in annotation(explained)
+
+
+# The whole search in the warm leader of the head against the host's rounds, on a toy repository
+
+TOY = '''import argparse
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser()
+    for flag in ("--a", "--b", "--c", "--d", "--e", "--f"):
+        parser.add_argument(flag, action="store_true")
+    parser.add_argument("--rank", type=int, default=0)
+    args = parser.parse_args(argv)
+    assert not (args.rank and args.c and (args.a or args.d)), "a rank with c, and a or d"
+    return args
+'''
+TOY_LINE = 10  # the assert: `--a` and `--d` stand for each other, so neither is needed alone
+TOY_ARGV = ("--a", "--b", "--c", "--d", "--e", "--f", "--rank", "8")
+
+
+def toy_search(tmp_path: Path) -> tuple[Path, Policy, Interpreter, Suite, Finding, dict[str, SuiteResult]]:
+    tree = tmp_path / "head"
+    tree.mkdir()
+    (tree / "arguments.py").write_text(TOY)
+    policy = parse_policy("version: 1\nvalidation:\n  paths: [arguments.py]\n  entry: arguments:parse_args\n"
+                          "matrix:\n  sources: []\n", "the toy policy")
+    interpreter = environment_of(policy.harness)
+    suite = Suite("ci/toy.sh#1", "ci/toy.sh", TOY_ARGV)
+    rejected = Outcome("rejected", "AssertionError", "a rank with c, and a or d", "arguments.py", TOY_LINE)
+    toy = Finding("new_rejection", "blocking", "AssertionError: a rank", scripts=("ci/toy.sh",),
+                  suites=(suite.id,), path="arguments.py", line=TOY_LINE, in_diff=True)
+    return tree, policy, interpreter, suite, toy, {suite.id: SuiteResult(suite.id, rejected)}
+
+
+def test_the_search_in_the_warm_leader_finds_what_the_rounds_find(tmp_path: Path) -> None:
+    working_sandbox()
+    tree, policy, interpreter, suite, toy, head = toy_search(tmp_path)
+    [by_rounds] = explain_rejections([toy], [suite], head, in_rounds(head_validator(
+        tree, policy, allow_unsandboxed=False, interpreter=interpreter)))
+    [in_leader] = explain_rejections([toy], [suite], head, in_the_warm_leader(
+        tree, policy, allow_unsandboxed=False, interpreter=interpreter))
+    assert in_leader.minimal_args == by_rounds.minimal_args == MinimalArgs(
+        args=("--a", "--c", "--rank", "8"), count=3, of=7, suite=suite.id, complete=True,
+        every_suite_passes=True)
+
+
+@pytest.mark.parametrize(("rounds", "seconds", "count"), [(1, 60.0, 6), (8, 0.0, 7)])
+def test_the_search_in_the_warm_leader_stays_within_its_bound(tmp_path: Path, rounds: int, seconds: float,
+                                                              count: int) -> None:
+    """One round only leaves out each argument alone (the smallest set it saw rejected has 6 of 7; the search
+    needs 4 rounds); no time, no round: the whole suite. Both said to be cut short."""
+    working_sandbox()
+    tree, policy, interpreter, suite, toy, head = toy_search(tmp_path)
+    [explained] = explain_rejections([toy], [suite], head, in_the_warm_leader(
+        tree, policy, allow_unsandboxed=False, interpreter=interpreter), rounds=rounds, seconds=seconds)
+    assert explained.minimal_args is not None
+    assert (explained.minimal_args.count, explained.minimal_args.complete) == (count, False)

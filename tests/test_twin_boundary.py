@@ -513,3 +513,64 @@ def test_the_incident_is_caught_by_running_the_miles_launches_to_their_boundary(
     stops = {suite["base"]["message"] for suite in report["suites"]}
     assert stops == {"reached the training boundary ray.util.placement_group (a Ray cluster or actor needs "
                      "the nodes CI starts)"}
+
+
+# RLinf-shaped: Ray is not installed, so the launch's plain `import ray` is stubbed (the policy does not name
+# it); its Cluster connects (`ray.init(address="auto")`, then a fresh one), then polls the nodes until
+# enough are alive. A stub's `ray.nodes()` is empty: the poll never ends unless the first Ray call stops it.
+RAY_SCHEDULER = '''\
+import time
+
+import ray
+
+
+class Cluster:
+    def __init__(self, num_nodes):
+        assert num_nodes >= 0, "num_nodes must be greater than or equal to 0."
+        if ray.is_initialized():
+            raise RuntimeError("Ray was initialized before the Cluster")
+        try:
+            ray.init(address="auto", namespace="rl")
+        except ConnectionError:
+            ray.init(namespace="rl")
+        while len([node for node in ray.nodes() if node["Alive"]]) < num_nodes:
+            time.sleep(1)
+
+
+def wait_for_resources(gpus):
+    while ray.cluster_resources().get("GPU", 0) < gpus:
+        time.sleep(1)
+'''
+RAY_LAUNCH = '''\
+import sys
+
+from scheduler import Cluster, wait_for_resources
+
+nodes = int(sys.argv[1])
+if "--resources-first" in sys.argv:
+    wait_for_resources(8)
+Cluster(num_nodes=nodes)
+'''
+
+
+def test_an_absent_ray_stops_at_its_first_call_without_polling_forever(tmp_path: Path) -> None:
+    repo = write_repo(tmp_path, {"scheduler.py": RAY_SCHEDULER, "launch.py": RAY_LAUNCH})
+    policy = boundary_policy()
+    policy["harness"]["stub_modules"] = []  # ray is absent here: stubbed because the launch imports it
+    found = results(run_sandboxed(repo, job([
+        launch("two-nodes", "launch.py", "2"),
+        launch("negative", "launch.py", "-1"),
+        launch("resources", "launch.py", "2 --resources-first"),
+    ], policy)))
+    accepted = found["two-nodes"].outcome
+    assert accepted.outcome == "accepted", accepted
+    assert accepted.message == ("reached the training boundary ray.init (a Ray cluster or actor needs the "
+                                "nodes CI starts)")
+    assert (accepted.path, accepted.line) == ("scheduler.py", line_of(repo, "scheduler.py",
+                                                                      'ray.init(address="auto"'))
+    assert found["negative"].outcome == Outcome(
+        "rejected", "AssertionError", "num_nodes must be greater than or equal to 0.", "scheduler.py",
+        line_of(repo, "scheduler.py", "assert num_nodes >= 0"))
+    resources = found["resources"].outcome
+    assert resources.message is not None and "ray.cluster_resources" in resources.message, resources
+    assert resources.line == line_of(repo, "scheduler.py", "while ray.cluster_resources()")

@@ -110,11 +110,17 @@ def run(session: ReadSession, run_id: IdPath) -> dict[str, Any]:
     return dict(detail)
 
 
-@router.get("/repositories", tags=["repositories"], response_model=RepositoryList)
-def repositories(session: ReadSession) -> dict[str, Any]:
-    """Every repository the App sees, by name: its default branch, the policy and result of the default
-    branch's last health, and the CI suites the default branch rejects now (dead suites)."""
-    return {"items": list_repositories(session)}
+@router.get("/repositories", tags=["repositories"], response_model=RepositoryList,
+            responses={400: {"model": ErrorOut, "description": "An invalid cursor."}})
+def repositories(session: ReadSession, cursor: CursorQuery = None, limit: LimitQuery = 50) -> dict[str, Any]:
+    """The repositories the App sees, by name, a page at a time: each one's default branch, the policy and
+    result of the default branch's last health, and the CI suites the default branch rejects now (dead
+    suites)."""
+    try:
+        items, following = list_repositories(session, cursor=cursor, limit=limit)
+    except InvalidCursor as exc:
+        raise _bad_cursor(exc) from None
+    return {"items": items, "next": following}
 
 
 @router.get("/repositories/{owner}/{name}", tags=["repositories"], response_model=RepositoryOut,

@@ -11,8 +11,15 @@ from markupsafe import Markup, escape
 
 from app.store.shapes import AgeBucket, DayCount, HealthOut
 
-WIDTH, HEIGHT = 640, 180
-MARGIN_LEFT, MARGIN_BOTTOM, MARGIN_TOP = 36, 28, 12
+WIDTH, HEIGHT = 640, 190
+# Room for the axis text at its largest: dashboard.css scales it up to LARGEST_FONT units as the chart
+# narrows, so that it reads at 11 px or more on a phone, where the chart is drawn at about half its size.
+MARGIN_LEFT, MARGIN_BOTTOM, MARGIN_TOP = 52, 36, 12
+LARGEST_FONT = 28
+CHAR_EM = 0.6  # the width of a character of the axis text, in ems (digits and short words of system-ui)
+SHORT_AGES = {"under 1 day": "<1 d", "1-7 days": "1-7 d", "7-30 days": "7-30 d", "30-90 days": "30-90 d",
+              "over 90 days": ">90 d"}  # five labels under five bars fit a phone only this short
+FIRST_LABEL_GAP = 21  # days: the first day is labelled only this far from the next month's start
 
 
 @dataclass(frozen=True)
@@ -33,18 +40,29 @@ def _bar(bar: Bar, x: float, width: float, top: int, css_class: str, value_shown
     plot = HEIGHT - MARGIN_BOTTOM - MARGIN_TOP
     height = plot * bar.value / top
     y = MARGIN_TOP + plot - height
-    label = ""
-    if bar.label:
-        label = (f'<text class="axis" x="{x + width / 2:.1f}" y="{HEIGHT - MARGIN_BOTTOM + 16}" '
-                 f'text-anchor="middle">{escape(bar.label)}</text>')
-    if value_shown:  # inside the top of the bar, or just above an empty one
-        inside = height > 18
-        label += (f'<text class="value{" inside" if inside else ""}" x="{x + width / 2:.1f}" '
-                  f'y="{y + 14 if inside else y - 4:.1f}" text-anchor="middle">{bar.value}</text>')
+    label = x_label(bar.label, x + width / 2) if bar.label else ""
+    if value_shown:  # inside the top of the bar, or just above a short one
+        inside = height > LARGEST_FONT + 12
+        place = f'y="{y + 4:.1f}" dominant-baseline="hanging"' if inside else f'y="{y - 4:.1f}"'
+        label += (f'<text class="value{" inside" if inside else ""}" x="{x + width / 2:.1f}" {place} '
+                  f'text-anchor="middle">{bar.value}</text>')
     classes = f"{css_class} {bar.extra_class}".strip()
     return (f'<rect class="{classes}" x="{x:.1f}" y="{y:.1f}" width="{width:.1f}" height="{height:.1f}" '
             f'data-key="{escape(bar.key)}" data-value="{bar.value}"><title>{escape(bar.tooltip)}</title>'
             f"</rect>{label}")
+
+
+def x_label(text: str, centre: float) -> str:
+    """A label under the bar centred at CENTRE, moved to end at the chart's edge (or start at its left
+    edge) when it would cross it at the largest size the stylesheet gives it: the last one is not cut."""
+    half = len(text) * CHAR_EM * LARGEST_FONT / 2
+    x, anchor = centre, "middle"
+    if centre + half > WIDTH:
+        x, anchor = WIDTH, "end"
+    elif centre - half < 0:
+        x, anchor = 0, "start"
+    return (f'<text class="axis" x="{x:.1f}" y="{HEIGHT - MARGIN_BOTTOM + 4}" dominant-baseline="hanging" '
+            f'text-anchor="{anchor}">{escape(text)}</text>')
 
 
 def bar_chart(bars: Sequence[Bar], *, chart_id: str, title: str, css_class: str = "bar",
@@ -60,7 +78,8 @@ def bar_chart(bars: Sequence[Bar], *, chart_id: str, title: str, css_class: str 
              f'<title id="{chart_id}-title">{escape(title)}</title>',
              f'<line class="baseline" x1="{MARGIN_LEFT}" y1="{baseline}" x2="{WIDTH}" y2="{baseline}"/>',
              f'<text class="axis" x="{MARGIN_LEFT - 6}" y="{baseline}" text-anchor="end">0</text>',
-             f'<text class="axis" x="{MARGIN_LEFT - 6}" y="{MARGIN_TOP + 8}" text-anchor="end">{top}</text>']
+             f'<text class="axis" x="{MARGIN_LEFT - 6}" y="{MARGIN_TOP}" dominant-baseline="hanging" '
+             f'text-anchor="end">{top}</text>']
     parts += [_bar(bar, MARGIN_LEFT + i * slot + gap / 2, slot - gap, top, css_class, values_shown)
               for i, bar in enumerate(bars)]
     parts.append("</svg>")
@@ -68,17 +87,21 @@ def bar_chart(bars: Sequence[Bar], *, chart_id: str, title: str, css_class: str 
 
 
 def open_over_time(days: Sequence[DayCount]) -> Markup:
-    """Open windows at the end of each day; the first day of each month (and the first shown) labelled."""
+    """Open windows at the end of each day; the first day of each month labelled, and the first day shown
+    when no month starts soon after it (the two labels would overlap)."""
+    starts = [i for i, day in enumerate(days) if day["day"].day == 1]
+    first_labelled = not starts or starts[0] >= FIRST_LABEL_GAP
     bars = [Bar(key=day["day"].isoformat(), value=day["open"],
                 tooltip=f"{day['day']:%Y-%m-%d}: {day['open']} open",
-                label=f"{day['day']:%b %d}" if day["day"].day == 1 or i == 0 else "")
+                label=f"{day['day']:%b %d}" if day["day"].day == 1 or (i == 0 and first_labelled) else "")
             for i, day in enumerate(days)]
     return bar_chart(bars, chart_id="chart-open-over-time", title="Open risk windows per day",
                      css_class="bar day")
 
 
 def ages(buckets: Sequence[AgeBucket]) -> Markup:
-    bars = [Bar(key=bucket["label"], value=bucket["count"], label=bucket["label"],
+    bars = [Bar(key=bucket["label"], value=bucket["count"],
+                label=SHORT_AGES.get(bucket["label"], bucket["label"]),
                 tooltip=f"{bucket['count']} open for {bucket['label']}") for bucket in buckets]
     return bar_chart(bars, chart_id="chart-ages", title="Ages of open risk windows", css_class="bar age",
                      values_shown=True)

@@ -19,14 +19,17 @@ from app.dashboard.api import NAME_PATTERN, REPO_PATTERN
 from app.dashboard.auth import Viewer
 from app.dashboard.deps import GateDep, PageViewer, ReadSession, SessionsDep, page_viewer
 from app.dashboard.forms import FormFields
+from app.dashboard.run_explained import explained_findings, suites_by_script
 from app.dashboard.views import error_page, render
 from app.store.queries import (
     InvalidCursor,
+    dead_suite_of_window,
     list_repositories,
     list_runs,
     list_windows,
     repository_page,
     run_with_suites,
+    suite_page,
     window_ages,
     window_with_events,
     windows_over_time,
@@ -39,6 +42,7 @@ from app.store.window_views import StateFilter
 CHART_DAYS = 90
 PAGE_SIZE = 50
 MAX_REASON = 2000
+MAX_SUITE = 255  # the longest suite id stored
 IdPath = Annotated[int, Path(ge=1, le=BIGINT_MAX)]
 NamePath = Annotated[str, Path(pattern=NAME_PATTERN, max_length=100)]
 RECENT_RUNS = 10  # on the home and repository pages
@@ -150,13 +154,14 @@ def window_page(request: Request, viewer: PageViewer, session: ReadSession, wind
     detail = window_with_events(session, window_id=window_id)
     if detail is None:
         return error_page(request, 404, f"no risk window {window_id}", viewer=viewer)
-    return _window(request, viewer, detail)
+    suite = dead_suite_of_window(session, window_id=window_id) if detail["kind"] == "dead_suite" else None
+    return _window(request, viewer, detail, suite=suite)
 
 
 def _window(request: Request, viewer: Viewer, detail: RiskWindowDetailOut, *, problem: str | None = None,
-            status_code: int = 200) -> Response:
-    return render(request, "window.html", {"window": detail, "csrf": viewer.csrf, "problem": problem},
-                  viewer=viewer, status_code=status_code)
+            status_code: int = 200, suite: str | None = None) -> Response:
+    return render(request, "window.html", {"window": detail, "csrf": viewer.csrf, "problem": problem,
+                                           "suite": suite}, viewer=viewer, status_code=status_code)
 
 
 @router.post("/windows/{window_id}/close")
@@ -209,12 +214,22 @@ def run_page(request: Request, viewer: PageViewer, session: ReadSession, run_id:
     detail = run_with_suites(session, run_id=run_id)
     if detail is None:
         return error_page(request, 404, f"no triage run {run_id}", viewer=viewer)
-    return render(request, "run.html", {"run": detail}, viewer=viewer)
+    return render(request, "run.html", {"run": detail, "findings": explained_findings(detail),
+                                        "groups": suites_by_script(detail["suites"])}, viewer=viewer)
 
 
 @router.get("/repositories")
-def repositories_page(request: Request, viewer: PageViewer, session: ReadSession) -> Response:
-    return render(request, "repositories.html", {"repositories": list_repositories(session)}, viewer=viewer)
+def repositories_page(request: Request, viewer: PageViewer, session: ReadSession, cursor: str = "",
+                      limit: str = "") -> Response:
+    problems = Problems()
+    size = problems.limit(limit)
+    items, following = problems.page(lambda at: list_repositories(session, cursor=at, limit=size), cursor)
+    return render(request, "repositories.html", {
+        "repositories": items, "problems": problems.messages,
+        "paged": bool(cursor) and not problems.restarted,
+        "next_url": following and _page_url("/repositories", limit=_kept(size), cursor=following),
+        "first_url": _page_url("/repositories", limit=_kept(size)),
+    }, viewer=viewer, status_code=problems.status)
 
 
 @router.get("/repositories/{owner}/{name}")
@@ -230,3 +245,15 @@ def repository_page_view(request: Request, viewer: PageViewer, session: ReadSess
         "windows": list_windows(session, state="open", repo=page.view["repo"], limit=REPOSITORY_WINDOWS)[0],
         "runs": list_runs(session, repo=page.view["repo"], limit=RECENT_RUNS)[0],
     }, viewer=viewer)
+
+
+@router.get("/repositories/{owner}/{name}/suites/{suite:path}")
+def suite_page_view(request: Request, viewer: PageViewer, session: ReadSession, owner: NamePath,
+                    name: NamePath, suite: str) -> Response:
+    """One CI suite across the default branch's healths and the pull requests' runs. Links encode the id
+    whole (`/` as %2F, see views.suite_url); a path with its slashes plain finds the same suite."""
+    full_name = f"{owner}/{name}"
+    page = suite_page(session, repo=full_name, suite=suite) if 0 < len(suite) <= MAX_SUITE else None
+    if page is None:
+        return error_page(request, 404, f"no CI suite {suite[:MAX_SUITE]!r} in {full_name}", viewer=viewer)
+    return render(request, "suite.html", {"page": page}, viewer=viewer)

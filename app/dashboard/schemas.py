@@ -31,6 +31,7 @@ class RunPage(Shape):
 
 class RepositoryList(Shape):
     items: list[RepositoryOut]
+    next: str | None = Field(description="Cursor of the next page; null on the last one.")
 
 
 class ErrorOut(Shape):

@@ -7,6 +7,7 @@ import re
 import shlex
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import quote
 
 from fastapi import Request
 from fastapi.templating import Jinja2Templates
@@ -53,7 +54,13 @@ def breakable(text: str) -> Markup:
     return Markup("<wbr>").join(escape(part) for part in re.split(r"(?<=[/_.#-])", text))
 
 
-TEMPLATES.env.filters.update(age=age, when=when, iso=iso, breakable=breakable,
+def suite_url(repo: str, suite: str) -> str:
+    """The suite page's address: the suite id as one path segment (its `/`, `#`, `?` and spaces
+    percent-encoded), so that no browser or proxy splits, cuts or normalises it."""
+    return f"/repositories/{repo}/suites/{quote(suite, safe='')}"
+
+
+TEMPLATES.env.filters.update(age=age, when=when, iso=iso, breakable=breakable, suite_url=suite_url,
                              shell=shlex.join)  # shell: argv as CI would type it
 
 

@@ -19,7 +19,7 @@ from app.analysis.verdict.verdict import verdict
 from app.engine import validation_cache
 from app.engine.environments import EnvironmentProblem, prepare
 from app.engine.matrix_capture import capture_matrix
-from app.engine.minimal_args import explain_rejections, head_validator
+from app.engine.minimal_args import explain_rejections, in_the_warm_leader
 from app.engine.suite_validation import trace_lines, validate_revision
 from app.sandbox.interpreter import Interpreter
 from app.sandbox.runner import SandboxUnavailable, sandbox_problem
@@ -93,7 +93,7 @@ def run_check(base_tree: Path, head_tree: Path, policy: Policy, *, base_sha: str
                     max_base_failures=policy.health.max_base_failures, fail_open=policy.health.fail_open)
     minimize_started = time.monotonic()
     if health.could_analyse:  # a blind analysis' findings are not worth the search
-        findings = explain_rejections(findings, matrix.suites, head.results, head_validator(
+        findings = explain_rejections(findings, matrix.suites, head.results, in_the_warm_leader(
             head_tree, policy, allow_unsandboxed=allow_unsandboxed, interpreter=interpreter))
     timing = Timing(capture_s=capture_s, base_s=base.seconds, head_s=head.seconds,
                     minimize_s=time.monotonic() - minimize_started, total_s=time.monotonic() - started)

@@ -2,14 +2,21 @@
 that the head still rejects at the same line, searched in the sandbox (app/analysis/verdict/minimal.py).
 
 One suite per finding is searched: the one with the fewest arguments (every suite of a finding is rejected
-at the same line). Each round runs the sets of every finding in one sandboxed harness run: one import of
-the head, a fork per set. Bounded by ROUNDS and SECONDS: a search cut short says so.
+at the same line). Two ways to run the same search (FlagSearch):
+- `in_the_warm_leader` (what a check does): one sandboxed harness run for the whole search, which imports
+  the head once, warms up with the searched suite and forks a child per set, round after round
+  (app/sandbox/harness/minimize.py). The sandbox says which arguments it kept; the host believes only
+  indexes of the arguments it sent (the head's code runs there: it can at worst misexplain its own
+  rejection, never change a verdict, which the head's suite results decided before);
+- `in_rounds`: the host drives the search, a harness run (an import of the head) per round.
+Bounded by ROUNDS and SECONDS: a search cut short says so.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,6 +35,7 @@ from app.analysis.verdict.minimal import (
 )
 from app.engine.suite_validation import validate_revision
 from app.sandbox.interpreter import Interpreter
+from app.sandbox.runner import SandboxSpec, run_harness
 
 log = logging.getLogger(__name__)
 ROUNDS = 8
@@ -43,32 +51,74 @@ class _Search:
     units: list[Unit]
     search: FlagSearch
     argvs: list[tuple[str, ...]]  # of every suite of the finding
+    best: Candidate = ()  # what the searcher found: the smallest set seen rejected
+    complete: bool = False
+
+    def __post_init__(self) -> None:
+        self.best = tuple(range(len(self.units)))  # the whole suite, until the searcher says better
+
+
+Searcher = Callable[[list[_Search], int, float], None]  # runs each search to its end or the bound
 
 
 def explain_rejections(findings: Sequence[Finding], suites: Sequence[Suite],
-                       head: Mapping[str, SuiteResult], validate: Validate, *, rounds: int = ROUNDS,
+                       head: Mapping[str, SuiteResult], searcher: Searcher, *, rounds: int = ROUNDS,
                        seconds: float = SECONDS) -> list[Finding]:
     """FINDINGS, each blocking new rejection with the minimal arguments of one of its suites."""
     by_id = {suite.id: suite for suite in suites}
     searches = [search for finding in findings
                 if (search := _start(finding, by_id, head)) is not None]
-    deadline = time.monotonic() + seconds
-    for _ in range(rounds):
-        running = [s for s in searches if not s.search.done]
-        if not running or time.monotonic() >= deadline:
-            break
-        _round(running, validate)
+    if searches:
+        searcher(searches, rounds, seconds)
     explained = {id(s.finding): _result(s) for s in searches}
     return [dataclasses.replace(f, minimal_args=explained[id(f)]) if id(f) in explained else f
             for f in findings]
 
 
+def in_rounds(validate: Validate) -> Searcher:
+    """The host drives the search: each round's sets in one call of VALIDATE (a harness run each)."""
+    def run(searches: list[_Search], rounds: int, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        for _ in range(rounds):
+            running = [s for s in searches if not s.search.done]
+            if not running or time.monotonic() >= deadline:
+                break
+            _round(running, validate)
+        for search in searches:
+            search.best, search.complete = search.search.best, search.search.complete
+
+    return run
+
+
+def in_the_warm_leader(head_tree: Path, policy: Policy, *, allow_unsandboxed: bool,
+                       interpreter: Interpreter) -> Searcher:
+    """The whole search in one sandboxed harness run at the head (app/sandbox/harness/minimize.py)."""
+    def run(searches: list[_Search], rounds: int, seconds: float) -> None:
+        by_id = {search.suite.id: search for search in searches}
+        job = {"policy": _outcomes_only(policy).model_dump(mode="json", by_alias=True),
+               "workers": os.cpu_count() or 1, "trace": {},
+               "suites": [_searched(search) for search in searches],
+               "minimal": {"rounds": rounds, "seconds": seconds}}
+        started = time.monotonic()
+        run = run_harness(SandboxSpec(program="validate.py", repo_dir=head_tree, job=job,
+                                      limits=policy.harness.limits, allow_unsandboxed=allow_unsandboxed,
+                                      interpreter=interpreter))
+        for message in run.messages:
+            search = by_id.get(str(message.get("search"))) if message.get("type") == "minimal" else None
+            if search is not None:
+                _believe(search, message)
+                log.info("minimal arguments of %s: rounds (sets, seconds) %s", search.suite.id,
+                         message.get("rounds"))
+        log.info("minimal arguments: %d searches in one harness run, %.1f s (%s)", len(searches),
+                 time.monotonic() - started, run.ended or "ended well")
+
+    return run
+
+
 def head_validator(head_tree: Path, policy: Policy, *, allow_unsandboxed: bool,
                    interpreter: Interpreter) -> Validate:
-    """The head's outcomes alone: no record mode (the search asks where a set is rejected, and record mode
-    would run every rejected set twice), no tracing."""
-    outcomes_only = policy.model_copy(update={"validation": policy.validation.model_copy(
-        update={"functions": []})})
+    """The head's outcomes alone, a harness run per call (for `in_rounds`)."""
+    outcomes_only = _outcomes_only(policy)
 
     def validate(batch: list[Suite]) -> Mapping[str, SuiteResult]:
         results, _ = validate_revision(head_tree, outcomes_only, batch, trace={},
@@ -76,6 +126,30 @@ def head_validator(head_tree: Path, policy: Policy, *, allow_unsandboxed: bool,
         return results
 
     return validate
+
+
+def _outcomes_only(policy: Policy) -> Policy:
+    """No record mode (the search asks where a set is rejected, and record mode would run every rejected
+    set twice), and no tracing (the job's trace is empty)."""
+    return policy.model_copy(update={"validation": policy.validation.model_copy(update={"functions": []})})
+
+
+def _searched(search: _Search) -> dict[str, object]:
+    focus = search.search.focus
+    return {**search.suite.to_json(), "units": [list(unit) for unit in search.units],
+            "focus": list(focus) if focus is not None else None, "path": search.finding.path,
+            "line": search.finding.line}
+
+
+def _believe(search: _Search, message: Mapping[str, object]) -> None:
+    """The sandbox's answer, when it is indexes of the searched arguments, ascending, each once."""
+    kept, complete, count = message.get("kept"), message.get("complete"), len(search.units)
+    if not isinstance(kept, list) or not isinstance(complete, bool) \
+            or not all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < count for i in kept) \
+            or kept != sorted(set(kept)):
+        log.warning("minimal arguments: ignored a malformed answer of the sandbox: %.200r", message)
+        return
+    search.best, search.complete = tuple(kept), complete
 
 
 def _start(finding: Finding, suites: Mapping[str, Suite], head: Mapping[str, SuiteResult]) -> _Search | None:
@@ -118,9 +192,9 @@ def _round(running: list[_Search], validate: Validate) -> None:
 
 
 def _result(search: _Search) -> MinimalArgs:
-    kept = search.search.best
+    kept = search.best
     wanted = [search.units[index] for index in kept]
     every = all(contains(argv, wanted) for argv in search.argvs)
     return MinimalArgs(args=join(search.units, kept), count=len(kept), of=len(search.units),
-                       suite=search.suite.id, complete=search.search.complete, every_suite_passes=every)
+                       suite=search.suite.id, complete=search.complete, every_suite_passes=every)
 

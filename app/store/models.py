@@ -196,7 +196,9 @@ class SuiteOutcome(Base):
     """How the base and the head revision's validation ended for one CI suite of a run."""
 
     __tablename__ = "suite_outcomes"
-    __table_args__ = (UniqueConstraint("run_id", "suite_id"),)
+    # the second: a suite's page finds the runs that validated it by the suite's id
+    __table_args__ = (UniqueConstraint("run_id", "suite_id"),
+                      Index("ix_suite_outcomes_suite_id_run_id", "suite_id", "run_id"))
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     run_id: Mapped[int] = mapped_column(ForeignKey("triage_runs.id"))
@@ -347,7 +349,8 @@ class DeadSuite(Base):
 
     __tablename__ = "dead_suites"
     __table_args__ = (Index("ix_dead_suites_repository_id_healed_sha", "repository_id", "healed_sha"),
-                      Index("ix_dead_suites_window_id", "window_id"))
+                      Index("ix_dead_suites_window_id", "window_id"),
+                      Index("ix_dead_suites_repository_id_suite", "repository_id", "suite"))
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     repository_id: Mapped[int] = mapped_column(ForeignKey("repositories.id"))

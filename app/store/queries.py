@@ -40,6 +40,7 @@ from app.store.runs import (
     run_for_check_run,
     start_run,
 )
+from app.store.suite_views import dead_suite_of_window, suite_page
 from app.store.window_views import list_windows, window_ages, window_with_events, windows_over_time
 from app.store.windows import (
     add_window_event,
@@ -63,6 +64,7 @@ __all__ = [
     "close_window",
     "closing_references",
     "dashboard_session_live",
+    "dead_suite_of_window",
     "end_dashboard_session",
     "fail_run",
     "finish_run",
@@ -96,6 +98,7 @@ __all__ = [
     "run_with_suites",
     "start_run",
     "stored_installation_of",
+    "suite_page",
     "upsert_installation",
     "upsert_pull_request",
     "upsert_reference",

@@ -3,14 +3,16 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import and_, func, or_, select
 from sqlalchemy.orm import Session
 
+from app.store.cursor import decode_name_cursor, encode_name_cursor
 from app.store.models import DeadSuite, MainHealth, Repository
+from app.store.pages import DEFAULT_LIMIT, page_size
 from app.store.shapes import DeadSuiteOut, HealthOut, PolicyOut, RepositoryOut
 
 HISTORY = 90  # healths in the acceptance chart
@@ -27,6 +29,7 @@ class ScriptRow:
     accepted: int
     rejected: int
     errors: int
+    outcomes: tuple[tuple[str, str], ...] = ()  # (suite id, outcome) of each suite, by id: the suite pages
 
 
 @dataclass(frozen=True)
@@ -41,20 +44,32 @@ class RepositoryPage:
     history: list[HealthOut]  # oldest first
 
 
-def list_repositories(session: Session) -> list[RepositoryOut]:
-    """Every repository the App sees (not removed), by name, each with its last health and dead suites."""
-    repositories = session.execute(select(Repository.id, Repository.full_name, Repository.default_branch)
-                                   .where(Repository.removed_at.is_(None))
-                                   .order_by(func.lower(Repository.full_name), Repository.id)).all()
+def list_repositories(session: Session, *, cursor: str | None = None,
+                      limit: int = DEFAULT_LIMIT) -> tuple[list[RepositoryOut], str | None]:
+    """The repositories the App sees (not removed) by name, a page at a time, each with its last health and
+    dead suites; and the cursor of the next page (None on the last)."""
+    size = page_size(limit)
+    name = func.lower(Repository.full_name)
+    query = (select(Repository.id, Repository.full_name, Repository.default_branch, name.label("sort_name"))
+             .where(Repository.removed_at.is_(None)))
+    if cursor is not None:
+        last_name, last_id = decode_name_cursor(cursor)
+        query = query.where(or_(name > last_name, and_(name == last_name, Repository.id > last_id)))
+    rows = session.execute(query.order_by(name, Repository.id).limit(size + 1)).all()
+    repositories = rows[:size]
     ids = [repository.id for repository in repositories]
     healths = _last_healths(session, ids)
     dead = _dead_suites(session, ids)
-    return [_view(repository, healths.get(repository.id), dead[repository.id]) for repository in repositories]
+    items = [_view(row, healths.get(row.id), dead[row.id]) for row in repositories]
+    last = repositories[-1] if repositories else None
+    # the name as the database lowered it: the next page compares with the same function
+    following = encode_name_cursor(last.sort_name, last.id) if last and len(rows) > size else None
+    return items, following
 
 
 def repository_view(session: Session, *, repo: str) -> RepositoryOut | None:
     """The repository GitHub last described as `owner/name` (any case), or None."""
-    repository = _by_name(session, repo)
+    repository = repository_named(session, repo)
     if repository is None:
         return None
     return _view(repository, _last_healths(session, [repository.id]).get(repository.id),
@@ -62,7 +77,7 @@ def repository_view(session: Session, *, repo: str) -> RepositoryOut | None:
 
 
 def repository_page(session: Session, *, repo: str) -> RepositoryPage | None:
-    repository = _by_name(session, repo)
+    repository = repository_named(session, repo)
     if repository is None:
         return None
     last = session.scalars(_healths(repository.id).limit(1)).first()
@@ -79,14 +94,19 @@ def repository_page(session: Session, *, repo: str) -> RepositoryPage | None:
 
 def script_rows(outcomes: dict[str, Any]) -> list[ScriptRow]:
     """The matrix by CI script: suites, and how many main accepts, rejects or errors on."""
-    counts: defaultdict[str, dict[str, int]] = defaultdict(lambda: {"accepted": 0, "rejected": 0, "error": 0})
-    for outcome in outcomes.values():
-        counts[str(outcome.get("script", ""))][str(outcome.get("outcome", "error"))] += 1
-    return [ScriptRow(script, sum(c.values()), c["accepted"], c["rejected"], c["error"])
-            for script, c in sorted(counts.items())]
+    by_script: defaultdict[str, list[tuple[str, str]]] = defaultdict(list)
+    for suite, outcome in sorted(outcomes.items()):
+        by_script[str(outcome.get("script", ""))].append((suite, str(outcome.get("outcome", "error"))))
+    rows = []
+    for script, suites in sorted(by_script.items()):
+        counts = Counter(outcome for _, outcome in suites)
+        rows.append(ScriptRow(script, len(suites), counts["accepted"], counts["rejected"],
+                              len(suites) - counts["accepted"] - counts["rejected"], tuple(suites)))
+    return rows
 
 
-def _by_name(session: Session, repo: str) -> Repository | None:
+def repository_named(session: Session, repo: str) -> Repository | None:
+    """The repository GitHub last described as `owner/name` (any case): the newest of a name reused."""
     return session.scalars(select(Repository).where(func.lower(Repository.full_name) == repo.lower())
                            .order_by(Repository.updated_at.desc(), Repository.id.desc()).limit(1)).first()
 

@@ -173,8 +173,8 @@ def seed_explained_run(session: Session, now: datetime) -> int:
                                state="open")
     run = start_run(session, pr=pull, head_sha="e" * 40, base_sha="a" * 40).run
     run.created_at = now - timedelta(minutes=30)
-    rejected = {"outcome": "rejected", "exception": "AssertionError", "message": DEAD_ERROR,
-                "path": ARGUMENTS_PY, "line": 1077}
+    rejected = {"outcome": "rejected", "exception": "AssertionError",
+                "message": DEAD_ERROR.removeprefix("AssertionError: "), "path": ARGUMENTS_PY, "line": 1077}
     timeout = {"outcome": "error", "exception": "TimeoutError", "message": "the suite ran for 120 s",
                "path": None, "line": None}
     suites: list[dict[str, Any]] = [
@@ -194,7 +194,7 @@ def seed_explained_run(session: Session, now: datetime) -> int:
                "scripts": [UNIT_SCRIPT]}
     health = {"could_analyse": True, "suites": 3, "reason": "the base revision accepts 2 of 3 suites",
               "base": {"accepted": 2, "rejected": 0, "error": 0}}
-    summary = {"suites": 3, "health": health,
+    summary = {"suites": 3, "health": health, "findings": [finding, warning],  # the report: minimal_args
                "capture": {"scripts": 3, "captured": 2, "failed": ["tests/test_utils/ci.sh"], "cached": True}}
     timing = {"capture_s": 12.3, "base_s": 4.5, "base_cached": True, "head_s": 40.2, "minimize_s": 8.1,
               "total_s": 65.1}

@@ -99,7 +99,7 @@ def test_risk_window_pages(api: tuple[Client, Seed]) -> None:
 @pytest.mark.parametrize("cursor", ["garbage", "bm90IGEgY3Vyc29y", "MjAyNi0wMS0wMXwx"])
 def test_an_invalid_cursor_is_a_400_json_error(api: tuple[Client, Seed], cursor: str) -> None:
     client, _ = api
-    for path in ("/api/risk-windows", "/api/runs"):
+    for path in ("/api/risk-windows", "/api/runs", "/api/repositories"):
         response = client.get(path, params={"cursor": cursor})
         assert response.status_code == 400 and response.headers["content-type"] == "application/json"
         assert "invalid cursor" in response.json()["detail"]

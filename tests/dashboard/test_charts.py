@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
 
 from app.dashboard import charts
 from app.dashboard.views import age
@@ -27,12 +29,43 @@ def test_an_empty_chart_still_draws_a_baseline() -> None:
     assert chart["data-max"] == "1" and chart.find_all("line", cls="baseline") and not chart.find_all("rect")
 
 
-def test_the_time_chart_labels_month_starts() -> None:
-    start = date(2026, 1, 30)
-    days = [{"day": start + timedelta(days=n), "open": n} for n in range(5)]
+def time_labels(start: date, count: int) -> list[str]:
+    days = [{"day": start + timedelta(days=n), "open": 1} for n in range(count)]
     chart = parse(str(charts.open_over_time(days))).one("svg")  # type: ignore[arg-type]
-    labels = [text.text for text in chart.find_all("text") if text.text not in ("0", "4")]
-    assert labels == ["Jan 30", "Feb 01"]
+    return [text.text for text in chart.find_all("text", cls="axis")][2:]  # after the y axis' 0 and top
+
+
+def test_the_time_chart_labels_month_starts_and_a_first_day_far_from_them() -> None:
+    assert time_labels(date(2026, 1, 5), 40) == ["Jan 05", "Feb 01"]
+    assert time_labels(date(2026, 1, 30), 5) == ["Feb 01"]  # "Jan 30" would overlap it on a phone
+    assert time_labels(date(2026, 2, 2), 5) == ["Feb 02"]
+
+
+def test_a_label_at_the_chart_edge_ends_there_instead_of_being_cut() -> None:
+    healths = [{"sha": f"{n:040x}", "at": datetime(2026, 12, 3 - n % 2, tzinfo=UTC), "suites": 4,
+                "accepted": 3, "could_analyse": True} for n in range(90)]
+    chart = parse(str(charts.acceptance(healths))).one("svg")  # type: ignore[arg-type]
+    first, last = chart.find_all("text", cls="axis")[2:]
+    assert (last["text-anchor"], float(last["x"])) == ("end", charts.WIDTH)
+    assert first["text-anchor"] == "middle"
+    widest = len(first.text) * charts.CHAR_EM * charts.LARGEST_FONT
+    assert float(first["x"]) - widest / 2 >= 0
+
+
+CSS = Path(charts.__file__).with_name("static") / "dashboard.css"
+
+
+def test_each_width_of_chart_gets_axis_text_of_11_px_or_more() -> None:
+    """The stylesheet's tiers: from each tier's narrowest chart (the next tier's bound; the last: a 320 px
+    phone's chart, 278 px) to its widest, font-size x width / 640 stays at 11 px or more."""
+    tiers = sorted(((float(width), float(size)) for width, size in re.findall(
+        r"@container chart \(max-width: ([\d.]+)px\) \{ svg\.chart \.axis, svg\.chart \.value "
+        r"\{ font-size: (\d+)px", CSS.read_text())), reverse=True)
+    assert len(tiers) >= 3 and tiers[0][0] < charts.WIDTH
+    narrowest = [*[width for width, _ in tiers[1:]], 278.0]
+    for (_, size), low in zip(tiers, narrowest, strict=True):
+        assert size * low / charts.WIDTH >= 11, (size, low)
+        assert size <= charts.LARGEST_FONT  # the margins hold it
 
 
 def test_ages_read_in_the_largest_sensible_unit() -> None:

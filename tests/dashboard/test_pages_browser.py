@@ -27,19 +27,17 @@ from typing import Any
 import pytest
 import uvicorn
 
+from app.dashboard.views import suite_url
 from app.store.migrate import upgrade
 from app.store.session import make_engine, session_scope
 
 from .conftest import TOKEN, build_app
 from .layout import Watch, broken_words, cut_words, low_contrast, overflow
-from .seed import LONG_REPO, PagesSeed, seed_pages
+from .seed import LONG_REPO, LONG_SUITE, PagesSeed, seed_pages
 from .test_browser import CHROMIUM, CHROMIUM_ARGS, unavailable
 
 WIDTHS = (1360, 390)
 SCHEMES = ("light", "dark")
-# The page of one CI suite across runs is not served yet: when it is, put its address here, such as
-# lambda seed: f"/repositories/{LONG_REPO}/suites/{quote(LONG_SUITE, safe='')}", and its case runs.
-SUITE_PAGE: Callable[[PagesSeed], str] | None = None
 PAGES: dict[str, Callable[[PagesSeed], str]] = {
     "home": lambda seed: "/",
     "window": lambda seed: f"/windows/{seed.base.windows['oldest']}",
@@ -50,14 +48,8 @@ PAGES: dict[str, Callable[[PagesSeed], str]] = {
     "repository": lambda seed: f"/repositories/{LONG_REPO}",
     "login": lambda seed: "/login",
     "api-docs": lambda seed: "/docs",
-    **({"suite": SUITE_PAGE} if SUITE_PAGE else {}),
+    "suite": lambda seed: suite_url(LONG_REPO, LONG_SUITE),
 }
-# The run page prints its suite ids as they are, so a long one wraps inside a word: its template is to print
-# them through the `breakable` filter, as the repository page does. Until then the case expects exactly that
-# break, and fails once it is mended, so that this entry goes.
-UNMENDED = {"run": "span.suite-id: "}
-CASES = [*PAGES, *([] if SUITE_PAGE else [pytest.param("suite", marks=pytest.mark.skip(
-    reason="the suite page is not served yet: set SUITE_PAGE in this module"))])]
 
 
 @pytest.fixture(scope="module")
@@ -130,7 +122,7 @@ def screenshot_dir(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("scheme", SCHEMES)
 @pytest.mark.parametrize("width", WIDTHS)
-@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("name", PAGES)
 def test_page(chromium: Any, server: str, logged_in: dict[str, Any], seeded_pages: tuple[str, PagesSeed],
               name: str, width: int, scheme: str, tmp_path: Path) -> None:
     context = chromium.new_context(viewport={"width": width, "height": 844}, color_scheme=scheme,
@@ -143,12 +135,7 @@ def test_page(chromium: Any, server: str, logged_in: dict[str, Any], seeded_page
         assert response is not None and response.status == 200, (name, response and response.status)
         assert page.url.startswith(server + ("/login" if name == "login" else PAGES[name](seeded_pages[1])))
         assert page.evaluate("window.innerWidth") == width
-        broken = broken_words(page)
-        if name in UNMENDED:
-            mended = not any(b.startswith(UNMENDED[name]) for b in broken)
-            assert not mended, f"the {name} page is mended: drop it from UNMENDED"
-            broken = [b for b in broken if not b.startswith(UNMENDED[name])]
-        found = {"sideways": overflow(page), "broken": broken, "cut": cut_words(page),
+        found = {"sideways": overflow(page), "broken": broken_words(page), "cut": cut_words(page),
                  "contrast": low_contrast(page), "problems": watch.problems}
         assert found == {"sideways": [], "broken": [], "cut": [], "contrast": [], "problems": []}, "\n".join(
             f"{name} {width} {scheme} {check}: {item}" for check, items in found.items() for item in items)

@@ -14,6 +14,7 @@ from store.databases import PostgresDatabases
 
 from app.store.health_checks import Breakage, HealthRecord, heal_dead_suite, open_dead_suite, record_health
 from app.store.models import Repository
+from app.store.queries import upsert_repository
 from app.store.session import make_engine, session_scope
 
 from .conftest import Client, seeded_database
@@ -136,8 +137,10 @@ def test_the_repository_page_shows_health_matrix_chart_dead_suites_windows_and_r
     assert "builtin" in page.one(id="policy").text
     [dead] = page.one(id="dead-suites").find_all("tr", cls="dead-suite")
     assert dead["data-suite"] == LORA and BROKEN[:12] in dead.text and "miles/args.py:612" in dead.text
-    assert dead.one("a")["href"] == f"/windows/{windows['dead']}"
-    rows = [[cell.text for cell in row.find_all("td")]
+    assert dead.one("td", cls="window").one("a")["href"] == f"/windows/{windows['dead']}"
+    assert dead.one("td", cls="suite").one("a")["href"] == "/repositories/acme/widgets/suites/" \
+        "tests%2Fe2e%2Ftest_lora.py%232"
+    rows = [[row.find_all("td")[0].find_all("code")[0].text] + [cell.text for cell in row.find_all("td")[1:]]
             for row in page.one(id="matrix").find_all("tr", cls="script-row")]
     # the matrix of the last health (blind: it judges no suite dead, yet shows what it saw)
     assert rows == [["tests/e2e/test_dense.py", "1", "1", "0", "0"],
@@ -177,3 +180,39 @@ def test_an_empty_repository_page(make_client: Callable[..., Client], tmp_path: 
     assert "none yet" in page.one(id="last-health").text
     assert page.one(id="no-dead-suites")
     assert page.one("svg", id="chart-acceptance").find_all("rect") == []
+
+
+def test_repositories_come_a_page_at_a_time_in_name_order(make_client: Callable[..., Client],
+                                                          tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'prtriage.db'}"
+    seeded_database(url)
+    names = ["acme/Beta", "acme/alpha", "Zeta/z", "acme/beta-2", "acme/gamma"]
+    engine = make_engine(url)
+    with session_scope(engine) as session:
+        for offset, full_name in enumerate(names):
+            upsert_repository(session, repository_id=100 + offset, full_name=full_name, private=False,
+                              installation_id=1)
+    engine.dispose()
+    client = make_client(url)
+    seen: list[str] = []
+    params: dict[str, str | int] = {"limit": 3}
+    pages = 0
+    while True:
+        body = client.get("/api/repositories", params=params).json()
+        assert len(body["items"]) <= 3
+        seen += [item["repo"] for item in body["items"]]
+        pages += 1
+        if body["next"] is None:
+            break
+        params["cursor"] = body["next"]
+    expected = sorted([*names, PUBLIC, PRIVATE], key=str.lower)
+    assert seen == expected and pages == 3
+    assert len(client.get("/api/repositories").json()["items"]) == 7  # 50 a page by default
+    assert client.get("/api/repositories?limit=0").status_code == 422
+    first = client.page("/repositories?limit=3")
+    assert [row["data-repo"] for row in first.find_all("tr", cls="repository")] == expected[:3]
+    second = client.page(first.one("a", rel="next")["href"])
+    assert [row["data-repo"] for row in second.find_all("tr", cls="repository")] == expected[3:6]
+    assert second.one("a", rel="first")["href"] == "/repositories?limit=3"
+    stale = client.page("/repositories?cursor=garbage", status=400)
+    assert "cursor" in stale.one(id="problem").text and len(stale.find_all("tr", cls="repository")) == 7

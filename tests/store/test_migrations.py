@@ -29,7 +29,7 @@ def test_migrated_schema_equals_the_models(empty_database_url: str, tmp_path: Pa
     monkeypatch.chdir(tmp_path)  # `prtriage db upgrade` runs from anywhere
     assert current_revision(empty_database_url) is None
     upgrade(empty_database_url)
-    assert current_revision(empty_database_url) == head_revision() == "0006"
+    assert current_revision(empty_database_url) == head_revision() == "0007"
     assert schema_diff(empty_database_url) == []
 
 

@@ -10,16 +10,20 @@ the action's steps (`composite_actions`). Pure: no process; files come through t
 
 from __future__ import annotations
 
+import copy
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from app.analysis.core.policy import WorkflowSteps, glob_regex
+from app.analysis.core.tree_reading import read_text
 from app.analysis.sources.composite_actions import JobStep, job_steps
 from app.analysis.sources.recorded import from_launches
 from app.analysis.sources.source_kind import Listing, SourceKind, SourceTree
 from app.analysis.sources.workflow_rows import (
+    WorkflowError,
     _literally_false,
     _mapping,
     each_workflow,
@@ -31,6 +35,10 @@ from app.analysis.sources.workflow_rows import (
 )
 
 _WORD = re.compile(r"[^\s;&|()<>`'\"]+")
+# A shell script that starts a Python program: `python ${REPO_PATH}/examples/x/train.py ...`, `torchrun ...`
+_LAUNCHES_PYTHON = re.compile(
+    r"(?m)^[^#\n]*\b(?:python[0-9.]*|torchrun|accelerate\s+launch|deepspeed)\s[^\n]*\.py\b")
+_SHELL_SCRIPT = re.compile(r"(?:\$\{?\w+\}?/|\./)?([\w.+-]+(?:/[\w.+-]+)*\.sh)$")
 _EXPRESSION = re.compile(r"\$\{\{.*?\}\}", re.S)
 
 
@@ -140,4 +148,48 @@ def list_items(source: WorkflowSteps, tree: SourceTree, where: str) -> Listing:
     return Listing(items=tuple(items), disabled=tuple(disabled))
 
 
-KIND = SourceKind(WorkflowSteps, list_items, from_launches)
+def detect(root: Path, recording: dict[str, Any]) -> Iterator[tuple[dict[str, Any], str]]:
+    """`prtriage init`: workflows whose `run:` steps start a shell script of the tree that launches a Python
+    program (`bash tests/e2e/run.sh config`); the scripts' directories are the source's globs."""
+    workflows: list[str] = []
+    scripts: set[str] = set()
+    for workflow in sorted((root / ".github" / "workflows").glob("*.y*ml")):
+        found = set(_launching_scripts(root, workflow))
+        if found:
+            workflows.append(f".github/workflows/{workflow.name}")
+            scripts |= found
+    if not scripts:
+        return
+    globs = sorted({_script_glob(path) for path in scripts})
+    source = {"kind": "workflow_steps", "workflows": workflows, "scripts": globs, **copy.deepcopy(recording)}
+    yield source, (f"{len(workflows)} workflows run {len(scripts)} shell scripts of the tree that launch "
+                   "Python programs: each step is run by the recording bash as CI runs it")
+
+
+def _launching_scripts(root: Path, workflow: Path) -> Iterator[str]:
+    """The tree's shell scripts a workflow's `run:` steps name that launch a Python program."""
+    try:
+        jobs, _ = workflow_jobs(read_text(workflow), workflow.name)
+    except WorkflowError:
+        return
+    for job in jobs.values():
+        steps = job.get("steps") if isinstance(job, dict) else None
+        for step in steps if isinstance(steps, list) else []:
+            run = step.get("run") if isinstance(step, dict) else None
+            for word in _WORD.findall(run) if isinstance(run, str) else []:
+                match = _SHELL_SCRIPT.fullmatch(word)
+                path = root / match.group(1) if match else None
+                if path is not None and path.is_file() and _LAUNCHES_PYTHON.search(read_text(path)):
+                    yield match.group(1)  # type: ignore[union-attr]
+
+
+def _script_glob(script: str) -> str:
+    """`tests/e2e_tests/agent/x/run.sh` -> `tests/e2e_tests/**/*.sh`: the scripts beside it and beneath its
+    area, so a test added next to them is found too."""
+    parts = PurePosixPath(script).parts
+    if len(parts) <= 2:
+        return f"{parts[0]}/*.sh" if len(parts) == 2 else "*.sh"
+    return f"{parts[0]}/{parts[1]}/**/*.sh"
+
+
+KIND = SourceKind(WorkflowSteps, list_items, from_launches, detect)

@@ -27,6 +27,7 @@ from typing import Any
 import yaml
 
 from app.analysis.core.model import Outcome, Suite
+from app.analysis.core.policy import path_matches
 from app.analysis.core.tree_reading import Module, read_modules, read_text
 from app.analysis.sources.registry import KINDS
 from app.analysis.starter.starter_offline import offline_answer
@@ -96,7 +97,7 @@ def detect(root: Path) -> Starter:
     starter = Starter({"version": 1})
     try:
         validation, used = _validation(root, modules, starter.why)
-        entry_pattern = _entry_pattern(validation["entry"], validation["paths"])
+        entry_pattern = _launched_entry(validation["entry"], validation["paths"], modules)
         found = f"found the validator {validation['entry']}, but"
     except NoValidator as exc:
         validation, used, entry_pattern = {"mode": "boundary"}, [], LAUNCHED_SCRIPT
@@ -113,12 +114,33 @@ def detect(root: Path) -> Starter:
     starter.policy["matrix"] = {"sources": [source for source, _ in sources]}
     for index, (_, reason) in enumerate(sources):
         starter.why[f"matrix.sources[{index}]"] = reason
+    if not used:  # to the boundary: what the launched programs import is what validation runs
+        used = _launched_programs(root, [source for source, _ in sources], modules)
     deeper = [m for u in used for m in imported_modules(u, modules)]
     starter.policy["harness"] = _harness(root, [*used, *deeper], modules)
     starter.why["harness.requirements"] = REQUIREMENTS_WHY
-    starter.why["harness.real_packages"] = ("packages the validation imports that this machine has; every "
-                                            "other missing module is stubbed")
+    starter.why["harness.real_packages"] = ("packages the validation (or the programs CI launches) imports "
+                                            "that this machine has; every other missing module is stubbed")
     return starter
+
+
+_PROGRAM = re.compile(r"(?:\$\{?\w+\}?/|\./)?((?:[\w.+-]+/)*[\w.+-]+\.py)\b")
+
+
+def _launched_programs(root: Path, sources: list[dict[str, Any]], modules: dict[str, Module]) -> list[Module]:
+    """The tree's Python programs the sources' CI scripts name (`python ${REPO_PATH}/examples/x/train.py`):
+    run to their boundary, they import what validation needs real (Hydra composing its config)."""
+    globs = [g for source in sources for g in source.get("scripts", [])]
+    found: dict[str, Module] = {}
+    for path in sorted(root.rglob("*")) if globs else []:
+        relative = path.relative_to(root).as_posix()
+        if not path.is_file() or not any(path_matches(relative, g) for g in globs):
+            continue
+        for program in _PROGRAM.findall(read_text(path)):
+            if program != relative and program not in found and (root / program).is_file():
+                # read here: detection's modules leave out examples/, where launched programs often live
+                found[program] = Module(program[:-3].replace("/", "."), program, read_text(root / program))
+    return list(found.values())
 
 
 def _validation(root: Path, modules: dict[str, Module],
@@ -225,6 +247,16 @@ def _validation_paths(root: Path, entry: Module, used: list[Module]) -> list[str
         paths = [f"{PurePosixPath(entry.path).parent.as_posix()}/**", *paths[1:]]
     callers = [path.name for path in sorted(root.glob("*.py")) if entry.name in read_text(path)]
     return list(dict.fromkeys([*paths, *callers]))
+
+
+def _launched_entry(entry: str, paths: list[str], modules: dict[str, Module]) -> str:
+    """The entry pattern of a validator some script of the tree would launch; a validator no such script
+    reaches (a tool's own `parse_args`) is not the one CI's launches validate with: raises NoValidator."""
+    pattern = _entry_pattern(entry, paths)
+    if not any(re.search(pattern, module.path) for module in modules.values()):
+        raise NoValidator(f"{entry} parses a command line, but no script of the tree matching {pattern} "
+                          "launches it")
+    return pattern
 
 
 def _entry_pattern(entry: str, paths: list[str]) -> str:

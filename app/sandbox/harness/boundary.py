@@ -91,6 +91,12 @@ BOUNDARIES: tuple[Boundary, ...] = (
     Boundary("torch.nn", "Module.cuda", DEVICE),
     Boundary("torch.nn", "Module.to", DEVICE, _names_cuda),
     Boundary("ray", "init", CLUSTER),
+    # what a launch asks a cluster it expects to join (`while len(ray.nodes()) < n`): a stub's answer is
+    # empty and the poll never ends, a real Ray's needs the cluster
+    Boundary("ray", "nodes", CLUSTER),
+    Boundary("ray", "cluster_resources", CLUSTER),
+    Boundary("ray", "available_resources", CLUSTER),
+    Boundary("ray", "get_actor", CLUSTER),
     Boundary("ray", "get", CLUSTER),
     Boundary("ray", "remote", CLUSTER, stand_in=lambda boundary: _ray_remote(boundary)),
     Boundary("ray.util", "placement_group", CLUSTER),

@@ -69,10 +69,12 @@ class Report:
     result: Callable[[dict[str, Any]], None]  # a SuiteResult as JSON
     failure: Callable[[dict[str, Any], str], None]  # a suite that has no result, and why
     import_failure: Callable[[str], None]
+    found: Callable[[dict[str, Any]], None] = lambda message: None  # a search's line (run_searches)
 
 
 OpenRevision = Callable[[dict[str, Any]], suiterun.Revision]  # suite whose environment imports -> revision
 Send = Callable[[dict[str, Any]], None]
+Search = Callable[[suiterun.Revision, list[dict[str, Any]], Send], None]  # in a warm leader (minimize.py)
 
 
 def run_all(suites: list[dict[str, Any]], open_revision: OpenRevision, *, workers: int, suite_seconds: float,
@@ -81,6 +83,43 @@ def run_all(suites: list[dict[str, Any]], open_revision: OpenRevision, *, worker
     pending = list(suites)
     while pending:
         pending = _run_leader(pending, open_revision, workers, suite_seconds, report)
+
+
+def run_searches(groups: list[list[dict[str, Any]]], open_revision: OpenRevision, search: Search, *,
+                  suite_seconds: float, report: Report) -> None:
+    """In the main process: for each group (searched suites of one environment), a leader imports the
+    revision under it and a warm leader, warmed up with its first suite, runs `search` on the group; the
+    `found` lines it sends reach `report.found`. A group whose leader fails is left without lines."""
+    for group in groups:
+        def lead(send: Send, group: list[dict[str, Any]] = group) -> None:
+            _lead_search(group, open_revision, search, suite_seconds, send)
+
+        ended = _follow(lead, {}, report, stall_seconds=suite_seconds + 2 * GRACE_SECONDS,
+                        busy="timed out importing the revision")
+        if ended.import_error is not None:
+            report.import_failure(ended.import_error)
+
+
+def _lead_search(group: list[dict[str, Any]], open_revision: OpenRevision, search: Search,
+                 suite_seconds: float, send: Send) -> None:
+    try:
+        revision = open_revision(group[0])
+    except ImportFailure as exc:
+        send({"kind": "import_error", "reason": str(exc)})
+        return
+    send({"kind": "ready", "declined": []})
+    relay = Report(result=lambda result: None, failure=lambda suite, why: None,
+                   import_failure=lambda reason: None, found=send)
+    _follow(lambda out: _warm_search(group, revision, search, out), {}, relay,
+            stall_seconds=suite_seconds + GRACE_SECONDS, busy="timed out warming up")
+
+
+def _warm_search(group: list[dict[str, Any]], revision: suiterun.Revision, search: Search,
+                 send: Send) -> None:
+    suiterun.warm_up(revision, group[0])
+    send({"kind": "ready", "declined": []})
+    gc.freeze()  # as for suites: the children share the warm leader's heap pages
+    search(revision, group, send)
 
 
 def _run_leader(suites: list[dict[str, Any]], open_revision: OpenRevision, workers: int,
@@ -258,6 +297,8 @@ def _take(message: dict[str, Any], ended: _Ended, pending: dict[str, dict[str, A
         report.result(message["result"])  # passed on even when reported before: the host refuses it twice
     elif kind == "failed" and suite_id is not None:
         report.failure(pending.pop(suite_id, {"id": suite_id}), str(message.get("reason")))
+    elif kind == "found":
+        report.found(message)
 
 
 class _Deadline:

@@ -35,6 +35,9 @@ _optional_absent = False  # harness.optional_imports: absent
 _ci_has: frozenset[str] = frozenset()
 _guarded_lines: dict[str, frozenset[int]] = {}  # file -> lines inside a `try:` that catches ImportError
 _importlib_dir = os.path.dirname(importlib.__file__) + "/"
+# The harness's own finders (boundary.py's, which asks this one on behalf of the import system) are import
+# machinery too: the importer is the code beneath them.
+_harness_dir = os.path.dirname(os.path.abspath(__file__)) + "/"
 # Parsers handed to absent code (`ServerArgs.add_cli_args(parser)`): the options it would have added are
 # missing, so a strict parse of them must tolerate what that code owns.
 _fed_parsers: weakref.WeakSet[argparse.ArgumentParser] = weakref.WeakSet()
@@ -163,14 +166,14 @@ def _forget_forced_modules() -> None:
 
 
 def _importing_frame() -> tuple[types.FrameType | None, bool]:
-    """The innermost frame outside the import machinery (and this file), and whether the import is a
+    """The innermost frame outside the import machinery (and the harness), and whether the import is a
     probe (`importlib.util.find_spec`) rather than an import."""
     frame = sys._getframe(2)
     probe = False
     while frame is not None:
         filename = frame.f_code.co_filename
         if not (filename.startswith("<frozen importlib") or filename.startswith(_importlib_dir)
-                or filename == __file__):
+                or filename.startswith(_harness_dir)):
             return frame, probe
         # importlib.util.find_spec ("<frozen importlib.util>" on 3.11): a probe, unlike the import system's
         probe = probe or (frame.f_code.co_name == "find_spec" and filename.endswith(("importlib.util>",
@@ -350,6 +353,9 @@ class StubMeta(abc.ABCMeta):
     def __repr__(cls) -> str:
         return f"<stub {cls.__module__}.{cls.__qualname__}>"
 
+    def __fspath__(cls) -> str:
+        return stub_path(cls)
+
 
 _DECORATED = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, type, staticmethod,
               classmethod, property, functools.partial)
@@ -367,6 +373,15 @@ def _is_stub_class(cls: type) -> bool:
 def _new_stub_class(name: str, module: str, qualname: str) -> StubMeta:
     namespace = {STUB_MARK: True, "__module__": module, "__qualname__": qualname}
     return StubMeta(name, (Stub,), namespace)
+
+
+STUB_PATHS = "/tmp/.prtriage-stub-paths"  # under the sandbox's scratch /tmp: absent, and writable
+
+
+def stub_path(cls: type) -> str:
+    """What an absent package's constant used as a path names (`Path(huggingface_hub.constants.HF_HOME)`):
+    a directory of the sandbox's scratch that nothing made, one per constant, as a CI host's own would be."""
+    return f"{STUB_PATHS}/{cls.__module__}.{cls.__qualname__}"
 
 
 def _same(self: Stub, *_: Any) -> Stub:
@@ -448,3 +463,6 @@ class Stub:
 
     def __format__(self, spec: str) -> str:
         return repr(self)
+
+    def __fspath__(self) -> str:
+        return stub_path(type(self))

@@ -87,6 +87,15 @@ def run_suite(revision: Revision, suite: dict[str, Any]) -> dict[str, Any]:
             "imported": imported.repo_modules(revision.repo)}
 
 
+def outcome_only(revision: Revision, suite: dict[str, Any]) -> dict[str, Any]:
+    """The suite's outcome alone, from the same fresh state as `run_suite`'s (minimize.py's sets: no
+    record mode, nothing learned or imported to report)."""
+    fsfakes.fresh_overlay()
+    tolerant.ledger.reset()
+    linewatch.reset()
+    return outcome_mode(revision, suite)
+
+
 def outcome_mode(revision: Revision, suite: dict[str, Any]) -> dict[str, Any]:
     """Call the entry as the suite's job would, learning missing Namespace attributes and retrying."""
     failure = call_entry(revision, suite)

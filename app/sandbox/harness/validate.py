@@ -24,10 +24,12 @@ if TYPE_CHECKING:  # inside the sandbox the harness directory is on sys.path, si
         bytecache,
         common,
         entryscript,
+        envprobe,
         fsfakes,
         hydra_entry,
         leader,
         linewatch,
+        minimize,
         record,
         sourcememo,
         stubs,
@@ -39,19 +41,21 @@ else:
     import bytecache
     import common
     import entryscript
+    import envprobe
     import fsfakes
     import hydra_entry
     import leader
     import linewatch
+    import minimize
     import record
     import sourcememo
     import stubs
     import suiterun
     import tolerant
 
-HARNESS_MODULES = ("boundary", "bytecache", "common", "entryscript", "envprobe", "fsfakes", "hugepages",
-                   "hydra_entry", "leader", "linewatch", "memo", "record", "sourcememo", "stubs", "suiterun",
-                   "tolerant", "vpaths", "globs")
+HARNESS_MODULES = ("boundary", "bytecache", "common", "entryscript", "envprobe", "flagsearch", "fsfakes",
+                   "hugepages", "hydra_entry", "leader", "linewatch", "memo", "minimize", "record",
+                   "sourcememo", "stubs", "suiterun", "tolerant", "vpaths", "globs")
 _HARNESS: list[types.ModuleType] = []
 TOKEN = "token"  # the key of a suite's token, in the suite and in its result (suiterun.run_suite)
 
@@ -67,6 +71,8 @@ class Job:
         self.workers = max(1, int(raw.get("workers") or 1))
         self.suite_seconds = float((self.harness.get("limits") or {}).get("suite_seconds", 60))
         self.trace: dict[str, list[int]] = raw.get("trace") or {}
+        # the minimal arguments of rejections (minimize.py): then `suites` are the searched suites
+        self.minimal: dict[str, Any] | None = raw.get("minimal")
         self.base_env = dict(os.environ)
         # no validator named (or `mode: boundary`): each suite's own launch runs until training would start
         self.to_boundary = self.validation.get("mode") == "boundary" or not self.validation.get("entry")
@@ -220,10 +226,35 @@ def _run(job: Job, progress: Progress) -> None:
     except stubs.MissingRealPackage as exc:
         _fail_all(job, progress, str(exc))
         return
+    if job.minimal is not None:
+        _search(job, job.minimal, progress)
+        return
     report = leader.Report(result=progress.result, failure=progress.failure,
                            import_failure=progress.import_failure)
     leader.run_all(job.suites, job.open_revision, workers=job.workers, suite_seconds=job.suite_seconds,
                    report=report)
+    common.send({"type": "done"})
+
+
+def _search(job: Job, minimal: dict[str, Any], progress: Progress) -> None:
+    """The minimal arguments of each searched suite, one import per environment (minimize.py): a `minimal`
+    message per search, with the kept arguments' indexes; the host checks them against what it sent."""
+    bound = minimize.Bound(rounds=int(minimal.get("rounds") or 0), seconds=float(minimal.get("seconds") or 0),
+                           workers=job.workers, suite_seconds=job.suite_seconds)
+    groups: dict[Any, list[dict[str, Any]]] = {}
+    for suite in job.suites:
+        groups.setdefault(envprobe.whole_environment(suite), []).append(suite)
+
+    def found(message: dict[str, Any]) -> None:
+        if "search" in message:
+            common.send({"type": "minimal", "search": message.get("search"), "kept": message.get("kept"),
+                         "complete": message.get("complete"), "rounds": message.get("rounds")})
+
+    report = leader.Report(result=lambda result: None, failure=lambda suite, why: None,
+                           import_failure=progress.import_failure, found=found)
+    leader.run_searches(list(groups.values()), job.open_revision,
+                        lambda revision, group, send: minimize.search(revision, group, send, bound),
+                        suite_seconds=job.suite_seconds, report=report)
     common.send({"type": "done"})
 
 

@@ -1,0 +1,75 @@
+"""The charts in a real browser at 1360 and 390 px: every axis label at 11 px or more as drawn (an SVG's
+text shrinks with the chart), and none cut by the chart's edge, the last date under the acceptance chart
+included. Chromium and Playwright as in test_browser.py (missing: a skip, a failure under CI=true)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvicorn
+
+from .conftest import build_app, seeded_database
+from .test_browser import browser as browser_fixture
+from .test_repositories import seed_health
+
+browser = browser_fixture  # Debian's chromium through Playwright
+
+# Each axis text as drawn: its font size times the chart's scale, and its box against the chart's box.
+MEASURE = """() => [...document.querySelectorAll('svg.chart')].flatMap(svg => {
+  const chart = svg.getBoundingClientRect();
+  const scale = chart.width / svg.viewBox.baseVal.width;
+  return [...svg.querySelectorAll('text.axis')].map(text => {
+    const box = text.getBoundingClientRect();
+    return {chart: svg.id, text: text.textContent, px: parseFloat(getComputedStyle(text).fontSize) * scale,
+            left: box.left - chart.left, right: chart.right - box.right, bottom: chart.bottom - box.bottom};
+  });
+})"""
+
+
+@pytest.fixture
+def charts_url(tmp_path: Path) -> Iterator[str]:
+    """An unprotected dashboard (loopback) whose repository acme/widgets has healths to chart."""
+    url = f"sqlite:///{tmp_path / 'prtriage.db'}"
+    seeded_database(url)
+    seed_health(url)
+    app = build_app(url, tmp_path / "data")
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.02)
+    yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    server.should_exit = True
+    thread.join(30)
+    listener.close()
+    app.state.services.close()
+
+
+@pytest.mark.parametrize("width", [1360, 390])
+def test_axis_text_is_legible_and_whole(browser: Any, charts_url: str, width: int, tmp_path: Path) -> None:
+    context = browser.new_context(viewport={"width": width, "height": 844})
+    page = context.new_page()
+    measured: list[dict[str, Any]] = []
+    for path in ("/", "/repositories/acme/widgets"):
+        page.goto(charts_url + path)
+        page.screenshot(path=str(tmp_path / f"charts-{width}{path.replace('/', '-')}.png"), full_page=True)
+        measured += page.evaluate(MEASURE)
+    context.close()
+    charts = {text["chart"] for text in measured}
+    assert charts == {"chart-open-over-time", "chart-ages", "chart-acceptance"}
+    small = [(t["chart"], t["text"], round(t["px"], 1)) for t in measured if t["px"] < 11]
+    assert small == []
+    cut = [(t["chart"], t["text"]) for t in measured if min(t["left"], t["right"], t["bottom"]) < -0.5]
+    assert cut == []
+    last_date = [t for t in measured if t["chart"] == "chart-acceptance"][-1]
+    assert last_date["right"] >= -0.5 and last_date["text"][:3].isalpha()  # e.g. "Dec 03", whole
