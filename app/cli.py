@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import TextIO
 
 from app.analysis.core.model import Matrix
-from app.analysis.core.policy import Policy, PolicyError, RecordLaunches, load_policy
+from app.analysis.core.policy import Policy, PolicyError, load_policy
 from app.analysis.core.policy_origin import REPO_POLICY, PolicyOrigin
+from app.analysis.sources.record_launches_keys import RecordLaunches
 from app.analysis.starter.starter import render as render_starter
 from app.analysis.starter.starter_tree import NoValidator
 from app.analysis.verdict.doctor import doctor_json, doctor_text
@@ -182,6 +183,11 @@ def _version() -> str:
         return "unknown"
 
 
+def _cache_dir_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--cache-dir", type=Path, metavar="DIR", help="cache directory (default: "
+                        "$PRTRIAGE_CACHE_DIR, else $XDG_CACHE_HOME/prtriage, else ~/.cache/prtriage)")
+
+
 def _common_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--policy", type=Path, metavar="FILE", help="policy YAML (default: .github/"
                         "pr-triage.yml of the base revision, else the built-in policy of the repository, "
@@ -190,8 +196,7 @@ def _common_options(parser: argparse.ArgumentParser) -> None:
                         "policy applies (default: the one `origin` names, else $GITHUB_REPOSITORY)")
     parser.add_argument("--allow-unsandboxed", action="store_true", help="run repository code without "
                         "bubblewrap when it is missing (never with code you do not trust)")
-    parser.add_argument("--cache-dir", type=Path, metavar="DIR", help="cache directory (default: "
-                        "$PRTRIAGE_CACHE_DIR, else $XDG_CACHE_HOME/prtriage, else ~/.cache/prtriage)")
+    _cache_dir_option(parser)
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                         help="progress on stderr (default: when stderr is a terminal)")
 
@@ -324,8 +329,7 @@ def _add_env(commands: argparse._SubParsersAction[Parser]) -> None:
                                       "$PRTRIAGE_ENV_DIR): its Python, requirements, size, last use and the "
                                       "policies that used it.")
     listing.add_argument("--format", choices=("text", "json"), default="text")
-    listing.add_argument("--cache-dir", type=Path, metavar="DIR", help="cache directory (default: "
-                         "$PRTRIAGE_CACHE_DIR, else $XDG_CACHE_HOME/prtriage, else ~/.cache/prtriage)")
+    _cache_dir_option(listing)
     listing.set_defaults(command=env_list_command)
 
 
@@ -369,8 +373,7 @@ def _add_service(commands: argparse._SubParsersAction[Parser]) -> None:
                     "interrupted runs. The service does this every hour.")
     cache_prune.add_argument("--max-size", metavar="SIZE", help="the cap, e.g. 500MB, 10GB, 2GiB (default "
                              f"$PRTRIAGE_CACHE_MAX_SIZE, else {DEFAULT_MAX_SIZE})")
-    cache_prune.add_argument("--cache-dir", type=Path, metavar="DIR", help="cache directory (default: "
-                             "$PRTRIAGE_CACHE_DIR, else $XDG_CACHE_HOME/prtriage, else ~/.cache/prtriage)")
+    _cache_dir_option(cache_prune)
     cache_prune.set_defaults(command=cache_prune_command)
     replay = commands.add_parser(
         "replay", help="feed a saved delivery (headers + body) through the intake",

@@ -6,8 +6,10 @@
 
 Seeds with bulk inserts (Core executemany, a few seconds), then sends requests in-process (httpx's ASGI
 transport, a bearer token as a real client would) and reports the median and p95 of each path. The target
-is the issue's: the main page `GET /` and `GET /api/risk-windows` under 200 ms, a repository's page and
-`GET /api/repositories/{owner}/{name}` under 100 ms (issue 26), all measured in the same run. PostgreSQL is
+is the issue's: the main page `GET /` and `GET /api/risk-windows` under 200 ms; a repository's page,
+`GET /api/repositories/{owner}/{name}`, the list of repositories (a page of 50, HTML and JSON) and a CI
+suite's page under 100 ms (issue 26), all measured in the same run. Each run stores 4 suite outcomes
+(400,000 rows at the default scale), what a suite's page searches. PostgreSQL is
 TEST_POSTGRES_URL's server (default postgresql://postgres@127.0.0.1:5432/test); a throwaway database is
 created beside it and dropped. Exits 1 when a main path's median misses the target.
 """
@@ -50,6 +52,7 @@ from app.store.models import (
     Reference,
     Repository,
     RiskWindow,
+    SuiteOutcome,
     TriageRun,
     WindowEvent,
     window_awaits,
@@ -59,9 +62,12 @@ from app.store.session import make_engine
 TARGET_MS = 200.0
 MAIN_PATHS = ("/", "/api/risk-windows")
 REPOSITORY_TARGET_MS = 100.0
-REPOSITORY_PATHS = ("/repositories/acme/repo3", "/api/repositories/acme/repo3")
+# a suite of acme/repo3 with 30 healths, a dead-suite record and about 400 runs among its pull requests
+SUITE_PATH = "/repositories/acme/repo3/suites/ci%2Ftest_2.py%232"
+REPOSITORY_PATHS = ("/repositories/acme/repo3", "/api/repositories/acme/repo3", "/api/repositories",
+                    "/repositories", SUITE_PATH)
 OTHER_PATHS = ("/?state=all&repo=acme/repo3", "/api/risk-windows?state=closed", "/runs", "/api/runs",
-               "/api/runs?repo=acme/repo3", "/api/repositories", "/repositories")
+               "/api/runs?repo=acme/repo3")
 TARGETS = {**dict.fromkeys(MAIN_PATHS, TARGET_MS), **dict.fromkeys(REPOSITORY_PATHS, REPOSITORY_TARGET_MS)}
 TOKEN = "bench-token"
 REPOSITORIES = 1_000
@@ -70,6 +76,7 @@ SUITES_PER_HEALTH = 40
 DEAD_OPEN_EVERY = 5  # one dead suite in five is not healed yet; the others healed and their windows closed
 BASE_REPOSITORIES = 25  # those the pull requests, runs and follow-up windows belong to (as before issue 26)
 PULLS_PER_RUNS = 4  # runs per pull request (heads pushed again)
+SUITES_PER_RUN = 4  # suite outcomes stored per run, ids among a health's 40
 CHUNK = 5_000
 POSTGRES_ADMIN = os.environ.get("TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 NOW = datetime.now(UTC)
@@ -189,6 +196,20 @@ def _runs(rng: random.Random, total: int, pulls: int) -> Iterator[dict[str, Any]
                "created_at": created, "started_at": created, "finished_at": created + timedelta(seconds=30)}
 
 
+def _suite_outcomes(total_runs: int, pulls: int) -> Iterator[dict[str, Any]]:
+    """SUITES_PER_RUN suites a run, a suite in every tenth run; the head rejects one run's suites in seven."""
+    accepted = {"outcome": "accepted", "exception": None, "message": None, "path": None, "line": None}
+    rejected = {"outcome": "rejected", "exception": "AssertionError", "message": "a new assert",
+                "path": "pkg/arguments.py", "line": 640}
+    for run_id in range(1, total_runs + 1):
+        for offset in range(SUITES_PER_RUN):
+            number = (run_id // 3 + offset * SUITES_PER_HEALTH // SUITES_PER_RUN) % SUITES_PER_HEALTH
+            yield {"run_id": run_id, "repository_id": 1 + (1 + run_id % pulls) % BASE_REPOSITORIES,
+                   "suite_id": f"ci/test_{number % 8}.py#{number}",
+                   "script": f"ci/test_{number % 8}.py", "argv": ["python", "train.py", "--seed", "1"],
+                   "base": accepted, "head": rejected if (run_id // 10) % 7 == 0 else accepted}
+
+
 def _findings(total_runs: int) -> Iterator[dict[str, Any]]:
     for run_id in range(5, total_runs + 1, 5):
         yield {"run_id": run_id, "kind": "new_rejection", "severity": "blocking", "path": "miles/args.py",
@@ -210,6 +231,7 @@ def seed(engine: Engine, *, windows: int, runs: int, repositories: int = REPOSIT
         "windows": _bulk(engine, _table(RiskWindow), _windows(rng, windows)),
         "runs": _bulk(engine, _table(TriageRun), _runs(rng, runs, pulls)),
         "findings": _bulk(engine, _table(Finding), _findings(runs)),
+        "suite_outcomes": _bulk(engine, _table(SuiteOutcome), _suite_outcomes(runs, pulls)),
     }
     _bulk(engine, window_awaits, ({"window_id": w, "reference_id": w} for w in range(1, windows + 1)))
     counts["events"] = _bulk(engine, _table(WindowEvent), ({"window_id": w, "at": NOW, "actor": "prtriage",

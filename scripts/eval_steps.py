@@ -22,8 +22,9 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from app.analysis.core.policy import WorkflowSteps, load_policy
+from app.analysis.core.policy import load_policy
 from app.analysis.sources.workflow_steps import list_steps
+from app.analysis.sources.workflow_steps_keys import WorkflowSteps
 
 _LAUNCHED = re.compile(r"launched (.*), not the entry")
 

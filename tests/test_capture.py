@@ -16,9 +16,10 @@ import pytest
 from analysis_envs import environment_of
 
 from app.analysis.core.model import Matrix, Suite
-from app.analysis.core.policy import Policy, RecordLaunches, load_policy
+from app.analysis.core.policy import Policy, load_policy
 from app.analysis.sources.matrix import ScriptReport, build_matrix
 from app.analysis.sources.record_launches import list_scripts
+from app.analysis.sources.record_launches_keys import RecordLaunches
 from app.engine.matrix_capture import HostTree, capture_matrix
 from app.sandbox.runner import SandboxRun, SandboxSpec, run_harness
 

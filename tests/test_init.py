@@ -19,7 +19,7 @@ from twin.miles import build_miles_twin
 
 from app.analysis.core.model import CaptureFailure, Matrix, Outcome, Suite, SuiteResult
 from app.analysis.core.policy import parse_policy
-from app.analysis.starter.starter import detect, refine, render
+from app.analysis.starter.starter import LAUNCHED_SCRIPT, detect, refine, render
 from app.analysis.starter.starter_tree import NoValidator, requirements_for
 from app.analysis.verdict.health import assess
 
@@ -212,7 +212,7 @@ def test_with_no_validator_but_a_ci_source_each_launch_runs_to_its_boundary(tmp_
     assert starter.policy["validation"] == {"mode": "boundary"}
     assert starter.why["validation.mode"].startswith("no command-line validator found")
     [source] = starter.policy["matrix"]["sources"]
-    assert (source["kind"], source["entry"]) == ("record_launches", r"\.py$")
+    assert (source["kind"], source["entry"]) == ("record_launches", LAUNCHED_SCRIPT)
     policy = parse_policy(render(starter), "starter")
     assert policy.validation.to_boundary and policy.validation.path_globs == ["**/*.py"]
 
@@ -705,9 +705,136 @@ def test_workflow_steps_of_shell_scripts_launching_programs_run_to_their_boundar
     assert starter.policy["validation"] == {"mode": "boundary"}
     assert "no script of the tree matching" in starter.why["validation.mode"]
     [source] = starter.policy["matrix"]["sources"]
-    assert (source["kind"], source["entry"]) == ("workflow_steps", r"\.py$")
+    assert (source["kind"], source["entry"]) == ("workflow_steps", LAUNCHED_SCRIPT)
     assert source["workflows"] == [".github/workflows/e2e.yml"]
     assert source["scripts"] == ["tests/e2e_tests/**/*.sh"]  # not the install script: it launches nothing
     assert "hydra" in starter.policy["harness"]["real_packages"]  # the launched program composes for real
     policy = parse_policy(render(starter), "starter")
     assert policy.validation.to_boundary
+
+
+# NVIDIA-NeMo/RL's shape: the functional job's matrix comes from another job's output, its step is a shared
+# composite action starting `bash tests/functional/${{ inputs.script }}.sh`, each L1 script runs test
+# scripts, each test launches an `examples/run_*.py` (a pydantic config checked before Ray starts, a log
+# directory made under the checkout first) and then a helper of the tests checking the training's metrics.
+MATRIX_FROM_JOB = {
+    "pyproject.toml": 'requires-python = ">=3.11"\n',
+    ".github/workflows/ci.yml": """\
+        on: push
+        jobs:
+          plan:
+            runs-on: ubuntu-latest
+            outputs:
+              scripts: ${{ steps.plan.outputs.scripts }}
+            steps:
+              - id: plan
+                run: echo "scripts=$(bash .github/plan.sh)" >> "$GITHUB_OUTPUT"
+          functional:
+            needs: [plan]
+            strategy:
+              matrix:
+                script: ${{ fromJSON(needs.plan.outputs.scripts) }}
+            runs-on: gpu
+            steps:
+              - uses: ./.github/actions/test-template
+                with:
+                  script: ${{ matrix.script }}
+        """,
+    ".github/actions/test-template/action.yml": """\
+        inputs:
+          script: {required: true}
+          is_unit_test: {default: "false"}
+        runs:
+          using: composite
+          steps:
+            - shell: bash
+              run: >-
+                docker run --rm image:${{ github.run_id }} bash -c 'bash
+                tests/${{ inputs.is_unit_test == 'true' && 'unit' || 'functional' }}/${{ inputs.script }}.sh'
+        """,
+    ".github/plan.sh": "find tests/functional -name 'L1_*.sh' | jq -R . | jq -sc .\n",
+    "tests/functional/L1_Functional_A.sh": "bash ./tests/functional/grpo.sh\n",
+    "tests/functional/L1_Functional_B.sh": "bash ./tests/functional/sft.sh\n"
+                                           "bash ./tests/functional/grpo_tp.sh\n",
+    "tests/functional/grpo.sh": "python examples/run_grpo.py policy.tensor_parallel_size=2\n"
+                                "python tests/check_metrics.py logs/metrics.json\n",
+    "tests/functional/grpo_tp.sh": "python examples/run_grpo.py policy.tensor_parallel_size=3\n",
+    "tests/functional/sft.sh": "python examples/run_grpo.py num_gpus=16\n",
+    "tests/check_metrics.py": "import json, sys\n\njson.load(open(sys.argv[1]))\n",
+    "examples/run_grpo.py": """\
+        import os
+        import sys
+
+        import ray
+        from pydantic import BaseModel
+
+
+        class PolicyConfig(BaseModel):
+            tensor_parallel_size: int = 1
+
+
+        class MasterConfig(BaseModel):
+            policy: PolicyConfig = PolicyConfig()
+            num_gpus: int = 8
+
+
+        @ray.remote(num_gpus=1)
+        class Trainer:
+            pass
+
+
+        def load(overrides):
+            config = {"policy": {}}
+            for override in overrides:
+                key, _, value = override.partition("=")
+                *parents, last = key.split(".")
+                node = config
+                for parent in parents:
+                    node = node.setdefault(parent, {})
+                node[last] = int(value)
+            return MasterConfig(**config)
+
+
+        if __name__ == "__main__":
+            config = load(sys.argv[1:])
+            assert config.num_gpus % config.policy.tensor_parallel_size == 0, "num_gpus must divide by tp"
+            os.makedirs("logs/exp_001", exist_ok=True)
+            Trainer.options(name="trainer").remote()
+        """,
+}
+
+
+def test_scripts_a_matrix_from_another_job_runs_through_a_composite_action_shape(tmp_path: Path) -> None:
+    starter = detect(write(tmp_path, MATRIX_FROM_JOB))
+    assert starter.policy["validation"] == {"mode": "boundary"}
+    [source] = starter.policy["matrix"]["sources"]
+    assert source["scripts"] == ["tests/functional/L1_Functional_*.sh"]  # not the tests the L1 scripts run
+    assert source["command"] == ["bash", "{script}"]
+    assert "of the 2 scripts there that no other one of them runs" in starter.why["matrix.sources[0]"]
+    assert "pydantic" in starter.policy["harness"]["real_packages"]  # what the launchable scripts import
+    assert "python" not in starter.policy["harness"]  # requires-python asks for no newer Python
+    newer = f'requires-python = ">={sys.version_info[0]}.{sys.version_info[1] + 1}.2,<4"\n'
+    (tmp_path / "pyproject.toml").write_text(newer)
+    wanted = f"{sys.version_info[0]}.{sys.version_info[1] + 1}"
+    assert detect(tmp_path).policy["harness"]["python"] == [wanted]
+    # a configuration package the tree pins is real even where this machine lacks it
+    write(tmp_path, {"examples/run_cli.py": "import tyro\n\nif __name__ == '__main__':\n    tyro.cli(dict)\n",
+                     "uv.lock": '[[package]]\nname = "tyro"\nversion = "0.9.1"\n'})
+    harness = detect(tmp_path).policy["harness"]
+    assert "tyro" in harness["real_packages"] and "tyro==0.9.1" in harness["requirements"]
+
+
+def test_init_alone_on_the_matrix_from_another_job_shape(tmp_path: Path, prtriage_cache: Path) -> None:
+    """End to end in the real sandbox: each L1 script's launches of the entry are suites (the metrics check
+    is none), each runs to its Ray actor past its log directory, the one whose config fails is rejected."""
+    tree = write(tmp_path / "tree", MATRIX_FROM_JOB)
+    output = tmp_path / "starter.yml"
+    run = prtriage("init", "--tree", str(tree), "--output", str(output), "--format", "json",
+                   cache_dir=prtriage_cache)
+    report = run.json()
+    health = report["health"]
+    assert health["suites"] == 3, run.describe()
+    assert health["base"]["accepted"] == 2 and health["base"]["rejected"] == 1, health
+    [error] = health["errors"]
+    assert "num_gpus must divide by tp" in str(error), error
+    assert output.is_file()

@@ -121,12 +121,15 @@ BELOW: dict[str, frozenset[str]] = {
 }
 TOP_MODULES = {"__init__", "cli", "config", "logsetup"}  # at most five modules directly in app/
 
-# The rooms inside analysis/, layered the same way: the policy language and the values every step passes
-# (`core`) at the bottom; matrix sources, follow-ups and the verdict each on it alone; the starter of
-# `prtriage init` on top, since it detects sources and reads health.
+# The rooms inside analysis/, layered the same way: the policy keys of each kind of matrix source (`keys`:
+# the `*_keys.py` modules beside their kinds in sources/) at the bottom, since the policy language is built on
+# them; the policy language and the values every step passes (`core`) on them; matrix sources, follow-ups and
+# the verdict each on core alone; the starter of `prtriage init` on top, since it detects sources and reads
+# health.
 ANALYSIS_BELOW: dict[str, frozenset[str]] = {
-    "core": frozenset(),
-    "sources": frozenset({"core"}),
+    "keys": frozenset(),
+    "core": frozenset({"keys"}),
+    "sources": frozenset({"core", "keys"}),
     "followups": frozenset({"core"}),
     "verdict": frozenset({"core"}),
     "starter": frozenset({"core", "sources", "verdict"}),
@@ -148,8 +151,11 @@ def room_violations(graph: Mapping[str, set[str]], below: Mapping[str, frozenset
 
 
 def analysis_room(module: str) -> str:
-    """The room of analysis/ a module of it lives in (`app.analysis.sources.matrix` -> `sources`)."""
+    """The room of analysis/ a module of it lives in (`app.analysis.sources.matrix` -> `sources`); a kind's
+    keys module (`app.analysis.sources.yaml_args_keys`) is in `keys`."""
     parts = module.split(".")
+    if parts[2:3] == ["sources"] and len(parts) > 3 and parts[3].endswith("_keys"):
+        return "keys"
     return parts[2] if len(parts) > 2 else ""
 
 
@@ -240,6 +246,9 @@ def test_the_analysis_rooms_are_layers() -> None:
 
 
 def test_the_analysis_rules_see_a_bad_import() -> None:
-    graph = {"app.analysis.core.policy": {"app.analysis.sources.matrix"}}
+    graph = {"app.analysis.core.policy": {"app.analysis.sources.matrix",
+                                          "app.analysis.sources.yaml_args_keys"},
+             "app.analysis.sources.yaml_args_keys": {"app.analysis.core.model"}}
     assert analysis_room_violations(graph, ANALYSIS_BELOW) == [
-        "app.analysis.core.policy imports app.analysis.sources.matrix"]
+        "app.analysis.core.policy imports app.analysis.sources.matrix",
+        "app.analysis.sources.yaml_args_keys imports app.analysis.core.model"]

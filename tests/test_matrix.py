@@ -7,8 +7,9 @@ import json
 from typing import Any
 
 from app.analysis.core.model import CaptureFailure, Matrix, Suite
-from app.analysis.core.policy import Policy, RecordLaunches, parse_policy
+from app.analysis.core.policy import Policy, parse_policy
 from app.analysis.sources.matrix import build_matrix
+from app.analysis.sources.record_launches_keys import RecordLaunches
 from app.analysis.sources.recorded import runtime_env_vars, suites_from_launches
 from app.analysis.sources.source_kind import ScriptReport
 

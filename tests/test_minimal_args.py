@@ -223,17 +223,18 @@ TOY_LINE = 10  # the assert: `--a` and `--d` stand for each other, so neither is
 TOY_ARGV = ("--a", "--b", "--c", "--d", "--e", "--f", "--rank", "8")
 
 
-def toy_search(tmp_path: Path) -> tuple[Path, Policy, Interpreter, Suite, Finding, dict[str, SuiteResult]]:
+def toy_search(tmp_path: Path, source: str = TOY, line: int = TOY_LINE, argv: tuple[str, ...] = TOY_ARGV,
+               ) -> tuple[Path, Policy, Interpreter, Suite, Finding, dict[str, SuiteResult]]:
     tree = tmp_path / "head"
     tree.mkdir()
-    (tree / "arguments.py").write_text(TOY)
+    (tree / "arguments.py").write_text(source)
     policy = parse_policy("version: 1\nvalidation:\n  paths: [arguments.py]\n  entry: arguments:parse_args\n"
                           "matrix:\n  sources: []\n", "the toy policy")
     interpreter = environment_of(policy.harness)
-    suite = Suite("ci/toy.sh#1", "ci/toy.sh", TOY_ARGV)
-    rejected = Outcome("rejected", "AssertionError", "a rank with c, and a or d", "arguments.py", TOY_LINE)
+    suite = Suite("ci/toy.sh#1", "ci/toy.sh", argv)
+    rejected = Outcome("rejected", "AssertionError", "a rank with c, and a or d", "arguments.py", line)
     toy = Finding("new_rejection", "blocking", "AssertionError: a rank", scripts=("ci/toy.sh",),
-                  suites=(suite.id,), path="arguments.py", line=TOY_LINE, in_diff=True)
+                  suites=(suite.id,), path="arguments.py", line=line, in_diff=True)
     return tree, policy, interpreter, suite, toy, {suite.id: SuiteResult(suite.id, rejected)}
 
 
@@ -247,6 +248,35 @@ def test_the_search_in_the_warm_leader_finds_what_the_rounds_find(tmp_path: Path
     assert in_leader.minimal_args == by_rounds.minimal_args == MinimalArgs(
         args=("--a", "--c", "--rank", "8"), count=3, of=7, suite=suite.id, complete=True,
         every_suite_passes=True)
+
+
+LEARNING = '''import argparse
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser()
+    for flag in ("--a", "--b", "--c"):
+        parser.add_argument(flag, action="store_true")
+    args = parser.parse_args(argv)
+    if args.a:
+        args.upstream_rank  # defined by a parser this tree lacks: the harness learns it, then retries
+    assert not (hasattr(args, "upstream_rank") and args.c), "c with an upstream rank"
+    return args
+'''
+
+
+def test_what_the_warm_up_learned_never_changes_the_answer(tmp_path: Path) -> None:
+    """Sets start knowing what the whole suite learned: here `--c` alone would then look rejected, though a
+    suite without `--a` never learns `upstream_rank`. Asked from scratch, that answer does not hold, and the
+    search runs again learning as a suite does: the same set as the host's rounds."""
+    working_sandbox()
+    tree, policy, interpreter, suite, toy, head = toy_search(tmp_path, LEARNING, 11, ("--a", "--b", "--c"))
+    [by_rounds] = explain_rejections([toy], [suite], head, in_rounds(head_validator(
+        tree, policy, allow_unsandboxed=False, interpreter=interpreter)))
+    [in_leader] = explain_rejections([toy], [suite], head, in_the_warm_leader(
+        tree, policy, allow_unsandboxed=False, interpreter=interpreter))
+    assert in_leader.minimal_args == by_rounds.minimal_args
+    assert in_leader.minimal_args is not None and in_leader.minimal_args.args == ("--a", "--c")
 
 
 @pytest.mark.parametrize(("rounds", "seconds", "count"), [(1, 60.0, 6), (8, 0.0, 7)])

@@ -15,8 +15,9 @@ from pathlib import Path
 from harness_twin import job, results, run_sandboxed
 
 from app.analysis.core.model import Outcome
-from app.analysis.core.policy import Policy, PythonDefinitions, builtin_policy, load_policy
+from app.analysis.core.policy import Policy, builtin_policy, load_policy
 from app.analysis.sources.matrix import ScriptReport, build_matrix
+from app.analysis.sources.python_definitions_keys import PythonDefinitions
 from app.engine.matrix_capture import capture_matrix
 
 POLICIES = Path(__file__).resolve().parents[1] / "policies"

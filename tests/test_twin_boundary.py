@@ -215,6 +215,22 @@ def test_creating_a_ray_actor_is_a_boundary_even_before_ray_init(tmp_path: Path)
     assert outcome.line == line_of(repo, "launch.py", "Rollout.options(")
 
 
+def test_a_ray_absent_here_and_stubbed_on_demand_stops_at_its_actor_too(tmp_path: Path) -> None:
+    """NeMo RL's environments are `@ray.remote(...)` classes created with `.options(...).remote()`. With ray
+    stubbed because it is missing (not listed in `stub_modules`), the stub was made after the boundaries'
+    import hook had looked for it: `ray.remote` stayed the stub's, the class came back undecorated, and
+    `.options` failed as an AttributeError, a rejection."""
+    repo = write_repo(tmp_path, {"launch.py": ACTOR_FIRST})
+    raw = {"validation": {}, "matrix": {"sources": []},
+           "harness": {"stub_missing_modules": True, "limits": {"suite_seconds": 20}}}
+    policy = Policy.model_validate(raw).model_dump(mode="json", by_alias=True)
+    found = results(run_sandboxed(repo, job([launch("actor", "launch.py", "")], policy)))
+    outcome = found["actor"].outcome
+    assert outcome.outcome == "accepted", outcome
+    assert outcome.message is not None and outcome.message.startswith("reached the training boundary ray.")
+    assert outcome.line == line_of(repo, "launch.py", "Rollout.options(")
+
+
 HYDRA_MAIN = '''\
 import hydra
 import torch
@@ -574,3 +590,46 @@ def test_an_absent_ray_stops_at_its_first_call_without_polling_forever(tmp_path:
     resources = found["resources"].outcome
     assert resources.message is not None and "ray.cluster_resources" in resources.message, resources
     assert resources.line == line_of(repo, "scheduler.py", "while ray.cluster_resources()")
+
+
+LOGS_IN_CHECKOUT = '''\
+import glob
+import json
+import os
+import sys
+
+import ray
+
+
+def next_experiment_dir(base):
+    taken = glob.glob(os.path.join(base, "exp_*"))
+    return os.path.join(base, f"exp_{len(taken) + 1:03d}")
+
+
+if __name__ == "__main__":
+    steps = int(sys.argv[1])
+    assert steps > 0, "steps must be positive"
+    log_dir = next_experiment_dir("logs/run")
+    os.makedirs(log_dir, exist_ok=True)
+    with open(os.path.join(log_dir, "config.json"), "w") as handle:
+        json.dump({"steps": steps}, handle)
+    with open(os.path.join(log_dir, "config.json")) as handle:
+        assert json.load(handle) == {"steps": steps}, "the config written is read back"
+    assert os.path.isdir(log_dir) and os.listdir(log_dir) == ["config.json"]
+    ray.init()
+'''
+
+
+def test_a_launch_writing_its_logs_into_the_checkout_reaches_its_boundary(tmp_path: Path) -> None:
+    """NeMo RL's entries make `logs/exp_NNN` under the checkout (`get_next_experiment_dir`) before Ray
+    starts: CI's checkout is writable, the sandbox's is not, so each write there lands in the overlay."""
+    repo = write_repo(tmp_path, {"examples/run_sft.py": LOGS_IN_CHECKOUT})
+    run = "examples/run_sft.py"
+    found = results(run_sandboxed(repo, job([launch("sft", run, "2"), launch("zero", run, "0"),
+                                             launch("again", run, "3")], boundary_policy())))
+    assert found["sft"].outcome.outcome == "accepted", found["sft"].outcome
+    assert found["sft"].outcome.message.startswith("reached the training boundary ray.init ")
+    assert found["again"].outcome.outcome == "accepted", found["again"].outcome
+    assert found["zero"].outcome == Outcome("rejected", "AssertionError", "steps must be positive", run,
+                                            line_of(repo, run, "assert steps > 0"))
+    assert not (repo / "logs").exists()  # the tree itself is never written

@@ -23,7 +23,9 @@ from pathlib import Path
 
 from needs import working_sandbox
 
-from app.analysis.core.policy import Policy, RecordLaunches, WorkflowSteps, load_policy
+from app.analysis.core.policy import Policy, load_policy
+from app.analysis.sources.record_launches_keys import RecordLaunches
+from app.analysis.sources.workflow_steps_keys import WorkflowSteps
 from app.engine.matrix_capture import capture_matrix
 
 RLINF_WORKFLOW = """

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from app.analysis.core.policy import Policy, WorkflowRows, builtin_policy, load_policy
+from app.analysis.core.policy import Policy, builtin_policy, load_policy
 from app.analysis.sources.workflow_rows import (
     MAX_WORKFLOW_BYTES,
     WorkflowError,
@@ -25,6 +25,7 @@ from app.analysis.sources.workflow_rows import (
     rows_from_workflow,
     script_path,
 )
+from app.analysis.sources.workflow_rows_keys import WorkflowRows
 from app.engine.matrix_capture import HostTree, capture_matrix
 
 POLICIES = Path(__file__).resolve().parents[1] / "policies"

@@ -22,9 +22,10 @@ from analysis_envs import HYDRA
 from harness_twin import job, results, run_sandboxed
 
 from app.analysis.core.model import Outcome
-from app.analysis.core.policy import Policy, WorkflowSteps, builtin_policy, glob_regex, load_policy
+from app.analysis.core.policy import Policy, builtin_policy, glob_regex, load_policy
 from app.analysis.sources.workflow_rows import WorkflowError
 from app.analysis.sources.workflow_steps import list_steps, scripts_named, steps_from_workflow
+from app.analysis.sources.workflow_steps_keys import WorkflowSteps
 from app.engine.matrix_capture import capture_matrix
 
 POLICIES = Path(__file__).resolve().parents[1] / "policies"

@@ -18,10 +18,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.analysis.core.model import Outcome
-from app.analysis.core.policy import YamlArgs, builtin_policy, load_policy, parse_policy
+from app.analysis.core.policy import builtin_policy, load_policy, parse_policy
 from app.analysis.sources import yaml_plain
 from app.analysis.sources.recipes import list_cases, recipe_rows
 from app.analysis.sources.yaml_args import _xargs_trim, envsubst, flatten_file, flatten_map
+from app.analysis.sources.yaml_args_keys import YamlArgs
 from app.analysis.sources.yaml_plain import YamlError, compose_plain
 from app.engine.check_steps import run_check
 

@@ -1,14 +1,23 @@
-"""The dashboard's JSON API under /api: risk windows and triage runs, the twins of the pages."""
+"""The dashboard's JSON API under /api: risk windows, triage runs, repositories and CI suites, the twins
+of the pages."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request
 
 from app.dashboard.actions import AlreadyClosed, close_from_dashboard
 from app.dashboard.deps import ApiViewer, GateDep, ReadSession, SessionsDep, api_viewer
-from app.dashboard.schemas import CloseRequest, ErrorOut, RepositoryList, RiskWindowPage, RunPage
+from app.dashboard.schemas import (
+    CloseRequest,
+    ErrorOut,
+    RepositoryList,
+    RiskWindowPage,
+    RunPage,
+    SuiteHistoryOut,
+)
 from app.store.queries import (
     InvalidCursor,
     list_repositories,
@@ -16,6 +25,7 @@ from app.store.queries import (
     list_windows,
     repository_view,
     run_with_suites,
+    suite_page,
     window_with_events,
 )
 from app.store.shapes import RepositoryOut, RiskWindowDetailOut, RunDetailOut
@@ -24,6 +34,7 @@ from app.store.window_views import StateFilter
 
 REPO_PATTERN = r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$"
 NAME_PATTERN = r"^[A-Za-z0-9_.-]+$"  # an owner or a repository name
+MAX_SUITE = 255  # the longest suite id stored
 CSRF_HEADER = "X-CSRF-Token"
 
 RepoQuery = Annotated[str | None, Query(pattern=REPO_PATTERN, max_length=255,
@@ -131,3 +142,16 @@ def repository(session: ReadSession, owner: NamePath, name: NamePath) -> dict[st
     if view is None:
         raise HTTPException(404, f"no repository {owner}/{name}")
     return dict(view)
+
+
+@router.get("/repositories/{owner}/{name}/suites/{suite:path}", tags=["repositories"],
+            response_model=SuiteHistoryOut, responses={404: {"model": ErrorOut}})
+def suite(session: ReadSession, owner: NamePath, name: NamePath,
+          suite: Annotated[str, Path(description="The suite's id, percent-encoded whole (`/` as %2F).")],
+          ) -> dict[str, Any]:
+    """One CI suite of a repository: how the default branch's healths judged it, each time main broke it,
+    and the pull requests whose head rejected it."""
+    page = suite_page(session, repo=f"{owner}/{name}", suite=suite) if 0 < len(suite) <= MAX_SUITE else None
+    if page is None:
+        raise HTTPException(404, f"no CI suite {suite[:MAX_SUITE]!r} in {owner}/{name}")
+    return asdict(page)

@@ -15,7 +15,7 @@ from starlette.responses import Response
 
 from app.dashboard import charts
 from app.dashboard.actions import AlreadyClosed, close_from_dashboard
-from app.dashboard.api import NAME_PATTERN, REPO_PATTERN
+from app.dashboard.api import MAX_SUITE, NAME_PATTERN, REPO_PATTERN
 from app.dashboard.auth import Viewer
 from app.dashboard.deps import GateDep, PageViewer, ReadSession, SessionsDep, page_viewer
 from app.dashboard.forms import FormFields
@@ -42,7 +42,6 @@ from app.store.window_views import StateFilter
 CHART_DAYS = 90
 PAGE_SIZE = 50
 MAX_REASON = 2000
-MAX_SUITE = 255  # the longest suite id stored
 IdPath = Annotated[int, Path(ge=1, le=BIGINT_MAX)]
 NamePath = Annotated[str, Path(pattern=NAME_PATTERN, max_length=100)]
 RECENT_RUNS = 10  # on the home and repository pages

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.analysis.core.model import Matrix, Suite, SuiteResult
-from app.analysis.core.policy import Policy, RecordLaunches, parse_policy
+from app.analysis.core.policy import Policy, parse_policy
+from app.analysis.sources.record_launches_keys import RecordLaunches
 from app.analysis.starter.starter import detect, refine, render
 from app.analysis.starter.starter_tree import Starter
 from app.analysis.verdict.diff import TreeDiff, diff_trees

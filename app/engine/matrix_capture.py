@@ -37,7 +37,7 @@ HARNESS_DIR = package_file("app.sandbox", "harness")
 # What decides a capture besides the repository: a new harness must not reuse an old harness's matrix.
 CAPTURE_HARNESS_FILES = ("capture.py", "common.py", "definitions.py", "fsfakes.py", "stubs.py",
                          "intercept.py", "intercept_shell.py", "intercept_net.py", "vclock.py", "vpaths.py",
-                         "globs.py", "recbash.sh")
+                         "globs.py", "recbash.sh", "pytestrun.py")
 SKIPPED_DIRS = frozenset({".git", "__pycache__"})
 MAX_CACHE_ENTRIES = 64  # per policy; the least recently used go first
 
@@ -53,14 +53,16 @@ def capture_matrix(tree: Path, policy: Policy, *, cache_dir: Path | None, allow_
     host_tree = HostTree(tree)
     listings: dict[int, Listing] = {}
     scripts: dict[int, list[CaptureItem]] = {}
+    listed: list[str] = []  # what the kinds add to the cache key (`SourceKind.cache_key`)
     for index, source in enumerate(policy.matrix.sources):
         kind = kind_of(source)
         listings[index] = kind.list_items(source, host_tree, f"matrix.sources[{index}]")
         if kind.recorded is not None:
             scripts[index] = list(listings[index].items)
-    listed = [f"{index}:{item['id']}" for index, items in sorted(scripts.items()) for item in items]
+            listed += [f"{index}:{part}" for part in kind.cache_key(source, listings[index])]
+    runs = any(scripts.values())  # else no sandbox runs: nothing worth caching
     cache = MatrixCache(cache_dir / "matrix" / repository_key(repository) / capture_key(policy, environment),
-                        tree_digest(fingerprints(tree))) if cache_dir and listed else None  # else: no sandbox
+                        tree_digest(fingerprints(tree))) if cache_dir and runs else None
     if cache is not None:
         cached = cache.lookup(listed)
         if cached is not None:

@@ -196,12 +196,15 @@ class SuiteOutcome(Base):
     """How the base and the head revision's validation ended for one CI suite of a run."""
 
     __tablename__ = "suite_outcomes"
-    # the second: a suite's page finds the runs that validated it by the suite's id
     __table_args__ = (UniqueConstraint("run_id", "suite_id"),
-                      Index("ix_suite_outcomes_suite_id_run_id", "suite_id", "run_id"))
+                      Index("ix_suite_outcomes_repository_id_suite_id_run_id", "repository_id", "suite_id",
+                            "run_id"))
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     run_id: Mapped[int] = mapped_column(ForeignKey("triage_runs.id"))
+    # the run's pull request's repository, copied: a suite's page finds the suite's runs in one index range,
+    # not by joining the runs of every repository that has a suite of that name
+    repository_id: Mapped[int] = mapped_column(ForeignKey("repositories.id"))
     suite_id: Mapped[str] = mapped_column(String(255))
     script: Mapped[str] = mapped_column(String(1024))
     argv: Mapped[list[str]]

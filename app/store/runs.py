@@ -78,7 +78,8 @@ def finish_run(session: Session, *, run_id: int, conclusion: Conclusion, summary
     if run.summary is not None:
         return run
     run.summary, run.timing = dict(summary), dict(timing) if timing is not None else None
-    session.add_all(_suite_outcome(run.id, suite) for suite in suites)
+    repository_id = run.pull_request.repository_id
+    session.add_all(_suite_outcome(run.id, repository_id, suite) for suite in suites)
     session.add_all(_finding(run.id, finding) for finding in findings)
     if run.status in ACTIVE:
         run.status, run.conclusion, run.finished_at = "completed", conclusion, utcnow()
@@ -144,9 +145,10 @@ def run_for_check_run(session: Session, *, check_run_id: int) -> TriageRun | Non
     return session.scalars(select(TriageRun).where(TriageRun.check_run_id == check_run_id)).first()
 
 
-def _suite_outcome(run_id: int, suite: Mapping[str, Any]) -> SuiteOutcome:
-    return SuiteOutcome(run_id=run_id, suite_id=suite["id"], script=suite["script"], argv=list(suite["argv"]),
-                        base=suite.get("base"), head=suite.get("head"))
+def _suite_outcome(run_id: int, repository_id: int, suite: Mapping[str, Any]) -> SuiteOutcome:
+    return SuiteOutcome(run_id=run_id, repository_id=repository_id, suite_id=suite["id"],
+                        script=suite["script"], argv=list(suite["argv"]), base=suite.get("base"),
+                        head=suite.get("head"))
 
 
 def _finding(run_id: int, finding: Mapping[str, Any]) -> Finding:

@@ -144,30 +144,28 @@ def _head_failed() -> ColumnElement[bool]:
     return failed
 
 
-def _of_repository(repository_id: int, suite: str) -> tuple[ColumnElement[bool], ...]:
-    return SuiteOutcome.suite_id == suite, PullRequest.repository_id == repository_id
-
-
 def _counts(session: Session, repository_id: int, suite: str) -> tuple[int, int]:
     row = session.execute(select(func.count(), func.count().filter(_head_failed()))
-                          .select_from(SuiteOutcome)
-                          .join(TriageRun, TriageRun.id == SuiteOutcome.run_id)
-                          .join(PullRequest, PullRequest.id == TriageRun.pull_request_id)
-                          .where(*_of_repository(repository_id, suite))).one()
+                          .where(SuiteOutcome.repository_id == repository_id, SuiteOutcome.suite_id == suite)
+                          ).one()
     return int(row[0]), int(row[1])
 
 
 def _rejected_by(session: Session, repository_id: int, suite: str) -> list[SuiteRun]:
-    rows = session.execute(select(SuiteOutcome.script, SuiteOutcome.base, SuiteOutcome.head, TriageRun,
-                                  PullRequest)
+    # columns, not objects: the page shows a few fields of each run and pull request
+    rows = session.execute(select(SuiteOutcome.script, SuiteOutcome.base, SuiteOutcome.head, TriageRun.id,
+                                  TriageRun.head_sha, TriageRun.created_at, TriageRun.conclusion,
+                                  TriageRun.status, PullRequest.number, PullRequest.title, PullRequest.url,
+                                  PullRequest.author)
                            .join(TriageRun, TriageRun.id == SuiteOutcome.run_id)
                            .join(PullRequest, PullRequest.id == TriageRun.pull_request_id)
-                           .where(*_of_repository(repository_id, suite), _head_failed())
+                           .where(SuiteOutcome.repository_id == repository_id, SuiteOutcome.suite_id == suite,
+                                  _head_failed())
                            .order_by(TriageRun.created_at.desc(), TriageRun.id.desc()).limit(REJECTIONS))
-    return [SuiteRun(run_id=run.id, script=script, number=pr.number, title=pr.title, url=pr.url,
-                     author=pr.author, head_sha=run.head_sha, created_at=run.created_at,
-                     verdict=run.conclusion or run.status, base=outcome_out(base), head=outcome_out(head))
-            for script, base, head, run, pr in rows]
+    return [SuiteRun(run_id=row.id, script=row.script, number=row.number, title=row.title, url=row.url,
+                     author=row.author, head_sha=row.head_sha, created_at=row.created_at,
+                     verdict=row.conclusion or row.status, base=outcome_out(row.base),
+                     head=outcome_out(row.head)) for row in rows]
 
 
 def dead_suite_of_window(session: Session, *, window_id: int) -> str | None:

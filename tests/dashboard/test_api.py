@@ -168,7 +168,8 @@ def test_openapi_documents_the_api_and_hides_the_pages(api: tuple[Client, Seed])
     paths = schema["paths"]
     assert set(paths) == {"/api/risk-windows", "/api/risk-windows/{window_id}",
                           "/api/risk-windows/{window_id}/close", "/api/runs", "/api/runs/{run_id}",
-                          "/api/repositories", "/api/repositories/{owner}/{name}"}
+                          "/api/repositories", "/api/repositories/{owner}/{name}",
+                          "/api/repositories/{owner}/{name}/suites/{suite}"}
     assert paths["/api/repositories/{owner}/{name}"]["get"]["tags"] == ["repositories"]
     repository = schema["components"]["schemas"]["RepositoryOut"]
     assert set(repository["properties"]) == {"repo", "default_branch", "policy", "last_health", "dead_suites"}

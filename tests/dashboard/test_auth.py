@@ -25,7 +25,7 @@ MakeClient = Callable[..., Client]
 def data_routes(seeded: Seed) -> list[tuple[str, str]]:
     """(method, path) of every dashboard route that shows or changes data, with real ids filled in."""
     ids = {"{window_id}": str(seeded.windows["private"]), "{run_id}": str(seeded.runs["clean"]),
-           "{owner}": "acme", "{name}": "vault"}
+           "{owner}": "acme", "{name}": "vault", "{suite:path}": "lora-e2e"}
     found = []
     for route in [*routes.router.routes, *api.router.routes]:
         assert isinstance(route, APIRoute)
@@ -42,7 +42,7 @@ def test_the_matrix_covers_every_page_and_api_route(seeded: Seed) -> None:
         ["/login", "/login", "/logout", "/static/{name}"]
     paths = {path for _, path in data_routes(seeded)}
     assert {"/", "/runs", "/repositories", "/api/risk-windows", "/api/runs", "/api/repositories"} <= paths
-    assert len(paths) == 14  # seven pages (one a POST) and seven API paths (one a POST)
+    assert len(paths) == 16  # eight pages (one a POST) and eight API paths (one a POST)
 
 
 @pytest.fixture

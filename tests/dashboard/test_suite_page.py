@@ -33,13 +33,15 @@ def test_a_dead_suite_shows_when_main_broke_it_and_links_back(
     assert href in [a["href"] for a in matrix.find_all("a")]
     page = client.page(href)
     assert page.one("code", cls="suite-id").text == LORA
+    plain = client.page("/repositories/acme/widgets/suites/tests/e2e/test_lora.py%232")  # slashes as typed
+    assert plain.one("code", cls="suite-id").text == LORA
     assert "tests/e2e/test_lora.py" in page.one(id="facts").text
     spans = page.one(id="spans").find_all("tr", cls="span")
     # newest first: the blind health judges nothing, main rejected it at BROKEN, accepted it at GOOD
     assert [span["data-outcome"] for span in spans] == ["blind", "rejected", "accepted"]
     assert BROKEN[:12] in spans[1].text and "miles/args.py:612" in spans[1].text
     assert GOOD[:12] in spans[2].text
-    assert "blind" in page.one(id="now").text
+    assert page.one(id="now").text.endswith(f"; the last check that could see: rejected at {BROKEN[:12]}")
     [dead] = page.one(id="dead-records").find_all("tr", cls="dead-record")
     assert dead.one("td", cls="window").one("a")["href"] == f"/windows/{windows['dead']}"
     assert BROKEN[:12] in dead.one("td", cls="since").text and "still dead" in dead.text
@@ -95,3 +97,24 @@ def test_an_unknown_suite_or_repository_is_a_404(reader: Client) -> None:
     assert reader.page(suite_url("acme/nothing", "lora-e2e"), status=404)
     assert reader.page("/repositories/acme/widgets/suites/", status=404)
     assert reader.page(f"/repositories/acme/widgets/suites/{'x' * 300}", status=404)
+
+
+def test_the_api_twin_of_a_suite_page(with_health: tuple[str, Seed, dict[str, int]],
+                                      make_client: Callable[..., Client]) -> None:
+    url, seeded, windows = with_health
+    client = make_client(url)
+    body = client.get("/api" + suite_url(PUBLIC, LORA)).json()
+    assert (body["repo"], body["suite"], body["script"]) == (PUBLIC, LORA, "tests/e2e/test_lora.py")
+    assert [(span["outcome"], span["last_sha"], span["checks"]) for span in body["spans"]] == [
+        ("blind", "3" * 40, 1), ("rejected", BROKEN, 1), ("accepted", GOOD, 1)]
+    assert body["spans"][1]["detail"]["line"] == 612 and body["spans"][2]["detail"]["outcome"] == "accepted"
+    [dead] = body["dead"]
+    assert (dead["window_id"], dead["since_sha"], dead["healed_sha"]) == (windows["dead"], BROKEN, None)
+    assert (body["runs"], body["rejected"], body["rejected_by"]) == (0, 0, [])
+    rejected = client.get("/api" + suite_url(PUBLIC, "lora-e2e")).json()
+    [run] = rejected["rejected_by"]
+    assert (run["run_id"], run["number"], run["base"]["outcome"], run["head"]["outcome"]) == (
+        seeded.runs["incident"], 10, "accepted", "rejected")
+    missing = client.get("/api" + suite_url(PUBLIC, "nothing"))
+    assert missing.status_code == 404
+    assert missing.json() == {"detail": "no CI suite 'nothing' in acme/widgets"}

@@ -16,11 +16,13 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 from pydantic.fields import FieldInfo
 
 from app.analysis.core.explain import describe, location
 from app.analysis.core.model import Severity
+from app.analysis.sources.builtin_keys import BUILTIN_KEYS
+from app.analysis.sources.source_keys import StrictModel, check_target
 from app.bundled import bundled
 from app.sandbox.harness.globs import glob_regex as translate_glob
 
@@ -31,18 +33,7 @@ class PolicyError(Exception):
     """A policy file that cannot be read or does not validate; the message names the key and the file."""
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-def _check_target(value: str) -> str:
-    module, sep, attr = value.partition(":")
-    if not sep or not module or not attr:
-        raise ValueError(f"expected 'package.module:attribute', got {value!r}")
-    return value
-
-
-class Replacement(_Strict):
+class Replacement(StrictModel):
     target: str = Field(description="Callable to replace, as 'package.module:attr' (dotted attrs allowed, "
                                     "e.g. 'transformers:AutoConfig.from_pretrained').")
     with_: Literal["argparse_with_provider", "fixture_namespace", "return_value", "memoize",
@@ -73,10 +64,10 @@ class Replacement(_Strict):
                            "does not exist yet, or no longer) fails the revision; default: it is skipped and "
                            "counted in the health as drift.")
 
-    _target = field_validator("target")(_check_target)
+    _target = field_validator("target")(check_target)
 
 
-class Fixture(_Strict):
+class Fixture(StrictModel):
     path: str = Field(description="Absolute path glob ('*' within one path segment, '**/' across "
                                   "directories) that scripts or validation read and that does not exist in "
                                   "the sandbox; the first fixture that matches serves the path.")
@@ -89,7 +80,7 @@ class Fixture(_Strict):
         return self.content if isinstance(self.content, str) else json.dumps(self.content)
 
 
-class Limits(_Strict):
+class Limits(StrictModel):
     memory_mb: int = Field(4096, ge=64, description="Address-space limit of each sandboxed process, MiB.")
     processes: int = Field(256, ge=8, description="Processes the sandbox may run at once.")
     file_mb: int = Field(64, ge=1, description="Largest file the sandbox may write, MiB.")
@@ -111,7 +102,7 @@ def check_requirement(value: str) -> str:
     return value.strip()
 
 
-class RequirementsFile(_Strict):
+class RequirementsFile(StrictModel):
     """Requirements read from a file of the analysed repository (at the revision whose policy is used)."""
 
     file: str = Field(description="Repo-relative path: a pip requirements file, a `pyproject.toml`, or a "
@@ -126,7 +117,7 @@ class RequirementsFile(_Strict):
                                "insensitive.")
 
 
-class Harness(_Strict):
+class Harness(StrictModel):
     python: list[str] = Field(default_factory=list, description="Python versions the analysis "
                               "environment may use, most wanted first ('3.12'; a single string is one "
                               "version): the first the host has (`pythonX.Y` on PATH, or the interpreter "
@@ -180,179 +171,17 @@ class Harness(_Strict):
         return values
 
 
-class Registration(_Strict):
-    function: str = Field(description="Callable each CI script calls at import to register itself, "
-                                      "as 'package.module:function'.")
-    disabled_kwarg: str = Field("disabled", description="Keyword whose truthy value means CI skips the "
-                                                        "script.")
-    suite_kwarg: str | None = Field("suite", description="Keyword naming the CI stage; reported "
-                                                        "with the script's registration.")
-
-    _function = field_validator("function")(_check_target)
-
-
-class Recording(_Strict):
-    """How a CI script's launches are recorded: shared by the sources that run scripts."""
-
-    command: list[str] = Field(["python3", "{script}"], description="How CI invokes one script, from the "
-                               "repository root; '{script}' is its path.")
-    entry: str = Field(description="Regex on a launched command's words: the first word it matches is the "
-                                   "validated entry script; the words after it are the suite's argv.")
-    launchers: list[str] = Field(["python", "python3", "torchrun", "ray", "deepspeed", "accelerate"],
-                                 description="Commands the recording bash records instead of running.")
-    env_from: list[Literal["runtime_env_json", "exported"]] = Field(
-        ["runtime_env_json"], description="Where the job's environment comes from: the env_vars of a "
-        "'--runtime-env-json' option before the entry, and/or variables bash exported.")
-    env_keep: list[str] = Field(default_factory=list, description="Exported variables kept in the suite "
-                                "environment (with env_from: exported); empty keeps all.")
-    registration: Registration | None = Field(None, description="How scripts register with CI, if they do.")
-
-
-class RecordLaunches(Recording):
-    """Run each CI script as CI does, with process launches intercepted and recorded."""
-
-    kind: Literal["record_launches"] = Field(description="Source kind.")
-    scripts: list[str] = Field(description="Repo-relative globs of the CI scripts ('**' spans directories).")
-    exclude: list[str] = Field(default_factory=list, description="Globs of scripts to leave out.")
-
-
-class WorkflowRows(Recording):
-    """The rows of GitHub workflow matrices, each run as its CI script with the row's arguments and env."""
-
-    kind: Literal["workflow_rows"] = Field(description="Source kind.")
-    workflows: list[str] = Field(description="Repo-relative globs of the workflow files "
-                                 "('.github/workflows/pr-test.yml').")
-    jobs: list[str] = Field(default_factory=list, description="Job ids whose matrix rows are suites; "
-                            "empty: every job with a matrix.")
-    exclude_jobs: list[str] = Field(default_factory=list, description="Job ids left out.")
-    script: str = Field(description="The matrix field that names a row's CI script, as a dotted path "
-                                    "('info.test_file' for `matrix.info.test_file`).")
-    script_dir: str = Field("", description="Directory put before the script's path unless the path "
-                            "already starts with it ('tests').")
-    args: str | None = Field(None, description="The matrix field holding extra words after the script "
-                             "('info.test_args'), split on whitespace.")
-    env: dict[str, str] = Field(default_factory=dict, description="Variables the CI runner itself has, "
-                                "beneath the workflow's and the job's `env:`.")
-
-
-class WorkflowSteps(Recording):
-    """The `run:` steps of GitHub workflow jobs that run a CI script, each run as CI runs it: its text in the
-    recording bash with the workflow's, the job's and the step's environment."""
-
-    kind: Literal["workflow_steps"] = Field(description="Source kind.")
-    workflows: list[str] = Field(description="Repo-relative globs of the workflow files "
-                                 "('.github/workflows/e2e_*.yml').")
-    jobs: list[str] = Field(default_factory=list, description="Job ids whose steps are suites; empty: every "
-                            "job.")
-    exclude_jobs: list[str] = Field(default_factory=list, description="Job ids left out.")
-    scripts: list[str] = Field(description="Repo-relative globs of the CI scripts: a step whose `run:` "
-                               "names none of them (installs, dataset preparation) is left out.")
-    env: dict[str, str] = Field(default_factory=dict, description="Variables the CI runner itself has, "
-                                "beneath the workflow's, the job's and the step's `env:`.")
-
-
-class StaticSuite(_Strict):
-    id: str = Field(description="Suite id.")
-    argv: list[str] = Field(description="Arguments after the entry script.")
-    env: dict[str, str] = Field(default_factory=dict, description="Job environment.")
-
-
-class StaticSuites(_Strict):
-    """Suites written into the policy itself."""
-
-    kind: Literal["static"] = Field(description="Source kind.")
-    suites: list[StaticSuite] = Field(description="The suites.")
-
-
-class PythonDefinitions(_Strict):
-    """Suites defined as Python objects: functions of the repository, called in the sandbox, return lists of
-    definitions; each definition's runs become suites."""
-
-    kind: Literal["python_definitions"] = Field(description="Source kind.")
-    functions: list[str] = Field(description="'package.module:function' list; each returns the definitions "
-                                             "(a list of objects).")
-    name: str = Field(description="Attribute of a definition that names it (the suite id's last part).")
-    disabled: str | None = Field(None, description="Attribute whose truthy value means CI skips the "
-                                 "definition.")
-    runs: str | None = Field(None, description="Attribute holding one list of words per run (appended to "
-                             "`args`); none: one run without extra words.")
-    shell_words: bool = Field(False, description="A run's words are joined with spaces and split as a "
-                              "shell splits them (the runner passes them through `sh -c`).")
-    per_run: list[str] = Field(default_factory=list, description="Attributes holding one item per run, "
-                               "available to `args` by their name.")
-    args: list[str] = Field(default_factory=list, description="Words before a run's own words; "
-                            "'{field}' is a definition attribute ('{definition.ngpu}') or a per_run item "
-                            "('{configs.__name__}'), as str.format reads it; a word naming a per_run item "
-                            "the run lacks is left out.")
-    defaults: dict[str, str] = Field(default_factory=dict, description="Values of `args` fields for a run "
-                                     "that lacks the per_run item ('configs.__module__': 'llama3').")
-    entry: str = Field("", description="The entry script, repo-relative (sys.argv[0] of validation).")
-    env: dict[str, str] = Field(default_factory=dict, description="Job environment of every suite.")
-
-    _functions = field_validator("functions")(lambda values: [_check_target(v) for v in values])
-
-
-class MapEdit(_Strict):
-    """One assignment the CI runner makes to the map before flattening it, under conditions on the file."""
-
-    key: str = Field(description="Map key assigned ('--exit-interval').")
-    from_: str = Field(alias="from", description="Map key whose value it takes ('--train-iters'); absent: "
-                       "null, as yq's `.a = .b` gives.")
-    when: dict[str, list[Any]] = Field(default_factory=dict, description="Top-level fields of the file and "
-                                       "the values for which the edit applies (an absent field is null).")
-
-
-class YamlArgs(_Strict):
-    """Suites written as YAML maps flattened into argv (one file per CI test case), optionally scoped by
-    recipe files that list which cases run, in which scope, with which entry script."""
-
-    kind: Literal["yaml_args"] = Field(description="Source kind.")
-    files: list[str] = Field(default_factory=list, description="Without recipes: repo-relative globs of "
-                             "the YAML files, each one suite.")
-    entry: str = Field("", description="Without recipes (or a recipe that names none): the entry script, "
-                       "repo-relative.")
-    recipes: list[str] = Field(default_factory=list, description="Repo-relative globs of recipe files "
-                               "whose `products` list the cases; empty: `files` are the cases.")
-    scopes: list[str] = Field(default_factory=list, description="Recipe rows of these `scope` values are "
-                              "CI suites; the others are listed as disabled. Empty: every row.")
-    recipe_variables: list[str] = Field(default_factory=list, description="`NAME=value` words of a "
-                                        "recipe's `spec.script` read as variables of its rows.")
-    fields: dict[str, str] = Field(default_factory=dict, description="Values of recipe template fields "
-                                   "the CI system fills at run time ('{assets_dir}'), beneath the row's.")
-    config_variable: str = Field("", description="The recipe variable naming a row's YAML file.")
-    entry_variable: str = Field("", description="The recipe variable naming a row's entry script.")
-    checkout: str = Field("", description="Where CI checks the repository out ('/opt/megatron-lm'): "
-                          "absolute recipe paths under it are repo-relative.")
-    id: str = Field("{model}/{test_case}", description="Suite id template over a recipe row's fields; "
-                    "without recipes the id is the file's path.")
-    map: str = Field(description="Top-level key of the map flattened into argv ('MODEL_ARGS').")
-    numbered_maps: bool = Field(True, description="`<map>_2`, `<map>_3` ... (a resumed run's arguments) "
-                                "each yield one more suite.")
-    env_map: str | None = Field(None, description="Top-level key of a map exported as the job's "
-                                "environment ('ENV_VARS').")
-    variables: dict[str, str] = Field(default_factory=dict, description="The runner's own variables, "
-                                      "beneath the recipe's (its defaults); a placeholder of no known "
-                                      "variable becomes empty, as the launcher's shell expands it.")
-    edits: list[MapEdit] = Field(default_factory=list, description="Assignments the CI runner makes to the "
-                                 "map before flattening it.")
-    env: dict[str, str] = Field(default_factory=dict, description="Job environment of every suite.")
-    env_products: dict[str, list[str]] = Field(default_factory=dict, description="Job variables that are "
-                                               "the product of numeric recipe fields or variables "
-                                               "(WORLD_SIZE: [nodes, GPUS_PER_NODE]).")
-
-
-MatrixSource = Annotated[RecordLaunches | WorkflowRows | StaticSuites | PythonDefinitions | WorkflowSteps
-                         | YamlArgs,
-                         Field(discriminator="kind")]
-# The policy keys of each kind of matrix source by its name: the kinds above, and those a module of
-# app/analysis/sources/ registers (`registry.register`), which `add_source_keys` adds to the policy language.
+# The policy keys of each kind of matrix source by its name: the built-in kinds (app/analysis/sources/
+# `*_keys.py`), and those a module of app/analysis/sources/ registers (`registry.register`), which
+# `add_source_keys` adds to the policy language.
 SOURCE_KEYS: dict[str, type[BaseModel]] = {
-    str(typing.get_args(keys.model_fields["kind"].annotation)[0]): keys
-    for keys in typing.get_args(typing.get_args(MatrixSource)[0])}
+    str(typing.get_args(keys.model_fields["kind"].annotation)[0]): keys for keys in BUILTIN_KEYS}
 
 
-class Matrix(_Strict):
-    sources: list[MatrixSource] = Field(description="Where suites come from; several kinds may be combined.")
+class Matrix(StrictModel):
+    # Each item is one kind's keys, told apart by `kind`: the annotation is the union of SOURCE_KEYS, set by
+    # `_rebuild_sources` once the policy's models exist.
+    sources: list[Any] = Field(description="Where suites come from; several kinds may be combined.")
 
 
 def add_source_keys(name: str, keys: type[BaseModel]) -> None:
@@ -375,21 +204,21 @@ def _rebuild_sources() -> None:
     Policy.model_rebuild(force=True)
 
 
-class HydraCheck(_Strict):
+class HydraCheck(StrictModel):
     function: str = Field(description="'package.module:function' called with the composed config as its "
                                       "first argument; raising rejects the suite.")
     kwargs_from: dict[str, str] = Field(default_factory=dict, description="Keyword arguments, each the "
                                         "result of a 'package.module:function' called with the config.")
 
-    _function = field_validator("function")(_check_target)
+    _function = field_validator("function")(check_target)
 
     @field_validator("kwargs_from")
     @classmethod
     def _kwargs(cls, value: dict[str, str]) -> dict[str, str]:
-        return {k: _check_target(v) for k, v in value.items()}
+        return {k: check_target(v) for k, v in value.items()}
 
 
-class HydraValidation(_Strict):
+class HydraValidation(StrictModel):
     """Validation of Hydra applications: the entry's @hydra.main config composed with the suite's overrides,
     then the repository's own checks on it."""
 
@@ -401,7 +230,7 @@ class HydraValidation(_Strict):
 ANY_PYTHON_FILE = ("**/*.py",)
 
 
-class Validation(_Strict):
+class Validation(StrictModel):
     paths: list[str] = Field(default_factory=list, description="Repo-relative globs of the validation "
                              "code; a PR touching none of them needs no analysis.")
     entry: str | list[str] = Field("", description="Callable that parses and validates one argv "
@@ -432,8 +261,8 @@ class Validation(_Strict):
     @classmethod
     def _entry(cls, value: str | list[str]) -> str | list[str]:
         if isinstance(value, list):
-            return [_check_target(v) for v in value]
-        return _check_target(value) if value else value
+            return [check_target(v) for v in value]
+        return check_target(value) if value else value
 
     @model_validator(mode="after")
     def _validator_named(self) -> Validation:
@@ -463,17 +292,17 @@ class Validation(_Strict):
     @field_validator("functions")
     @classmethod
     def _functions(cls, value: list[str]) -> list[str]:
-        return [_check_target(v) for v in value]
+        return [check_target(v) for v in value]
 
 
-class Severities(_Strict):
+class Severities(StrictModel):
     new_rejection: Literal["blocking", "warning", "info"] = Field("blocking", description="Severity of a "
                                                                   "suite newly rejected.")
     new_error: Literal["blocking", "warning", "info"] = Field("blocking", description="Severity of a suite "
                                                               "base accepts and head crashes on.")
 
 
-class Followups(_Strict):
+class Followups(StrictModel):
     """How much the promises and prerequisites in a PR's text weigh in its check."""
 
     prerequisite_unmerged: Severity = Field("blocking", description="Severity of a prerequisite the PR's "
@@ -485,7 +314,7 @@ class Followups(_Strict):
                                          "closed without merging (an issue: closed as not planned).")
 
 
-class HealthRules(_Strict):
+class HealthRules(StrictModel):
     """When the analysis counts as blind: then its answer is "could not analyse", never a pass."""
 
     max_base_failures: float = Field(0.10, ge=0, le=1, description="Largest share (0 to 1) of captured "
@@ -495,7 +324,7 @@ class HealthRules(_Strict):
                             "false, action_required (a required check blocks); true, neutral (passes).")
 
 
-class Policy(_Strict):
+class Policy(StrictModel):
     version: Literal[1] = Field(1, description="Policy language version.")
     validation: Validation = Field(default_factory=Validation, description="The validation code and how "
                                    "to call it; absent: each suite's launch runs to its training boundary.")
@@ -515,6 +344,9 @@ class Policy(_Strict):
 
     def touches_validation(self, changed_paths: list[str]) -> bool:
         return any(path_matches(p, g) for p in changed_paths for g in self.validation.path_globs)
+
+
+_rebuild_sources()
 
 
 def path_matches(path: str, pattern: str) -> bool:

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from app.analysis.core.policy import PythonDefinitions
 from app.analysis.core.tree_reading import read_modules, read_text
+from app.analysis.sources.python_definitions_keys import PythonDefinitions
 from app.analysis.sources.recorded import from_definitions
 from app.analysis.sources.source_kind import Listing, SourceKind, SourceTree
 

@@ -24,9 +24,10 @@ from typing import Any
 import yaml
 
 from app.analysis.core.model import CaptureFailure, Suite
-from app.analysis.core.policy import YamlArgs, path_matches
+from app.analysis.core.policy import path_matches
 from app.analysis.sources.source_kind import Listing, SourceKind, SourceTree
 from app.analysis.sources.yaml_args import FlatSuite, flatten_file
+from app.analysis.sources.yaml_args_keys import YamlArgs
 from app.analysis.sources.yaml_plain import MAX_FILE_BYTES, SAFE_LOADER, YamlError
 
 MAX_ROWS_PER_RECIPE = 4096

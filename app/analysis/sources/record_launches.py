@@ -9,8 +9,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from app.analysis.core.policy import RecordLaunches, path_matches
+from app.analysis.core.policy import path_matches
 from app.analysis.core.tree_reading import read_modules, read_text
+from app.analysis.sources import matrix_scripts
+from app.analysis.sources.record_launches_keys import RecordLaunches
 from app.analysis.sources.recorded import from_launches
 from app.analysis.sources.source_kind import Listing, SourceKind, SourceTree
 
@@ -28,7 +30,12 @@ def list_items(source: RecordLaunches, tree: SourceTree, where: str) -> Listing:
 
 def detect(root: Path, recording: dict[str, Any]) -> Iterator[tuple[dict[str, Any], str]]:
     """`prtriage init`: test scripts that register with CI by calling a `register_*` function of the tests
-    (GPU first)."""
+    (GPU first); shell scripts workflow steps start through a matrix value (`matrix_scripts`)."""
+    yield from _registering(root, recording)
+    yield from matrix_scripts.detect(root, recording)
+
+
+def _registering(root: Path, recording: dict[str, Any]) -> Iterator[tuple[dict[str, Any], str]]:
     if not (root / "tests").is_dir():
         return
     tests = read_modules(root / "tests", lambda text: "def register_" in text)

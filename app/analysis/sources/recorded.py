@@ -13,7 +13,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from app.analysis.core.model import CaptureFailure, Suite
-from app.analysis.core.policy import PythonDefinitions, Recording
+from app.analysis.sources.python_definitions_keys import PythonDefinitions
+from app.analysis.sources.source_keys import Recording
 from app.analysis.sources.source_kind import MAX_DEFINED_CHARS, Found, ScriptReport
 
 RUNTIME_ENV_OPTION = "--runtime-env-json"

@@ -7,6 +7,7 @@ from typing import Any, Protocol
 
 from app.analysis.core.policy import SOURCE_KEYS, add_source_keys, remove_source_keys
 from app.analysis.sources import (
+    pytest_launches,
     python_definitions,
     recipes,
     record_launches,
@@ -22,6 +23,7 @@ KINDS: dict[str, SourceKind[Any]] = {kind.name: kind for kind in (
     record_launches.KIND,
     python_definitions.KIND,
     workflow_steps.KIND,
+    pytest_launches.KIND,
     recipes.KIND,  # yaml_args
     static_suites.KIND,
 )}

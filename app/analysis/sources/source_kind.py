@@ -2,9 +2,8 @@
 
 A kind is one module of `app/analysis/sources/` holding a `KIND = SourceKind(...)` (pre-commit's
 `languages/` are the model): its policy keys, how it lists its items from the revision's files on the host,
-and what it makes of what the capture harness recorded of each item. `registry.py` maps kind names to them.
-What a kind contributes to the matrix cache key is its policy keys (`Policy.capture_digest`) and the ids of
-the items it listed (`engine/matrix_capture.py` keys each cached matrix by them).
+what it makes of what the capture harness recorded of each item, how `prtriage init` detects it, and what it
+adds to the matrix cache key. `registry.py` maps kind names to them.
 """
 
 from __future__ import annotations
@@ -105,6 +104,11 @@ class Found:
     ran: bool = True  # counted among the matrix's scripts (a script CI skips is not)
 
 
+def listed_ids(source: BaseModel, listing: Listing) -> tuple[str, ...]:
+    """The default cache key part of a kind: the ids of the items it listed for the sandbox."""
+    return tuple(str(item["id"]) for item in listing.items)
+
+
 @dataclass(frozen=True)
 class SourceKind(Generic[Keys]):
     """One kind of matrix source.
@@ -115,13 +119,22 @@ class SourceKind(Generic[Keys]):
     where the sandbox mounted the tree; None for a kind the host lists completely (nothing of it runs in
     the sandbox). The capture harness records launches of every item, or, for `python_definitions`, the
     definitions the named function returns. `detect`: how `prtriage init` finds the kind in a tree (the
-    tree's root and how its scripts' launches are recorded -> the source's keys, each with why).
+    tree's root and how its scripts' launches are recorded -> the source's keys, each with why). `needs`:
+    the distributions the capture harness itself needs for the kind in the analysis environment, given the
+    tree's root (`pytest` and the tree's pytest plugins), which `init` puts into the requirements, pinned,
+    when it writes the kind.
+    `cache_key`: what the kind adds to the key of a cached matrix, given the source and its listing; the
+    tree's content, the policy's matrix and harness keys (`Policy.capture_digest`, the kind's own keys with
+    them), the capture harness and the analysis environment are always in it; the default adds the ids of
+    the items listed. A kind whose items depend on anything else (a value outside the tree) returns it here.
     """
 
     keys: type[Keys]
     list_items: Callable[[Keys, SourceTree, str], Listing]
     recorded: Callable[[ScriptReport, Keys, str], Found] | None = None
     detect: Callable[[Path, dict[str, Any]], Iterator[tuple[dict[str, Any], str]]] | None = None
+    needs: Callable[[Path], list[str]] | None = None
+    cache_key: Callable[[Keys, Listing], tuple[str, ...]] = listed_ids
 
     @property
     def name(self) -> str:

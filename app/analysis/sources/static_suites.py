@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from app.analysis.core.model import Suite
-from app.analysis.core.policy import StaticSuites
 from app.analysis.sources.source_kind import Listing, SourceKind, SourceTree
+from app.analysis.sources.static_suites_keys import StaticSuites
 
 
 def list_items(source: StaticSuites, tree: SourceTree, where: str) -> Listing:

@@ -24,10 +24,11 @@ from typing import Any, Protocol, TypeVar
 
 import yaml
 
-from app.analysis.core.policy import WorkflowRows, path_matches
+from app.analysis.core.policy import path_matches
 from app.analysis.core.tree_reading import read_text
 from app.analysis.sources.recorded import from_launches
 from app.analysis.sources.source_kind import CaptureItem, Listing, SourceKind, SourceTree
+from app.analysis.sources.workflow_rows_keys import WorkflowRows
 
 MAX_WORKFLOW_BYTES = 1_000_000
 MAX_ROWS_PER_JOB = 256  # GitHub's own limit of jobs one matrix may generate
@@ -392,11 +393,14 @@ def detect(root: Path, recording: dict[str, Any]) -> Iterator[tuple[dict[str, An
     """`prtriage init`: workflows whose job matrices list rows with a field naming a Python script (the
     source's keys, and why)."""
     for workflow in sorted((root / ".github" / "workflows").glob("*.y*ml")):
+        text = read_text(workflow)
         try:
-            document = yaml.safe_load(read_text(workflow)) or {}
+            document = yaml.safe_load(text) or {}
         except yaml.YAMLError:
             continue
-        fields = Counter(_script_fields(document.get("jobs") if isinstance(document, dict) else None))
+        fields = Counter(found for found in _script_fields(document.get("jobs") if isinstance(document, dict)
+                                                           else None)
+                         if not _pytest_argument(text, found[1]))
         if not fields:
             continue
         (matrix_key, script_field, args_field), rows = fields.most_common(1)[0]
@@ -408,6 +412,13 @@ def detect(root: Path, recording: dict[str, Any]) -> Iterator[tuple[dict[str, An
             source["args"] = f"{matrix_key}.{args_field}"
         yield source, (f"{workflow.name}: {rows} matrix rows name a script in `{matrix_key}.{script_field}`; "
                        "each row's script is run by the recording bash")
+
+
+def _pytest_argument(text: str, field_name: str) -> bool:
+    """The field is a test file pytest runs (`uv run pytest -vvs ${{ matrix.pytest_args }}`), no CI script:
+    the pytest_launches kind runs it."""
+    pattern = rf"pytest\b[^\n]*\$\{{\{{\s*matrix\.(?:[\w-]+\.)*{re.escape(field_name)}\s*\}}\}}"
+    return re.search(pattern, text) is not None
 
 
 def _matrices(jobs: Any) -> Iterator[dict[str, Any]]:

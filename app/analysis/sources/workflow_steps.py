@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from app.analysis.core.policy import WorkflowSteps, glob_regex
+from app.analysis.core.policy import glob_regex
 from app.analysis.core.tree_reading import read_text
 from app.analysis.sources.composite_actions import JobStep, job_steps
 from app.analysis.sources.recorded import from_launches
@@ -33,6 +33,7 @@ from app.analysis.sources.workflow_rows import (
     row_env,
     workflow_jobs,
 )
+from app.analysis.sources.workflow_steps_keys import WorkflowSteps
 
 _WORD = re.compile(r"[^\s;&|()<>`'\"]+")
 # A shell script that starts a Python program: `python ${REPO_PATH}/examples/x/train.py ...`, `torchrun ...`

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from app.analysis.core.policy import MapEdit, YamlArgs
+from app.analysis.sources.yaml_args_keys import MapEdit, YamlArgs
 from app.analysis.sources.yaml_plain import MAX_FILE_BYTES, YamlError, compose_plain
 
 _VARIABLE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")

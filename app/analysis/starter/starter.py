@@ -18,7 +18,9 @@ paths, the HF config's fixture. Heuristics all: the health report is the judge, 
 from __future__ import annotations
 
 import ast
+import importlib.metadata
 import re
+import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path, PurePosixPath
@@ -40,9 +42,8 @@ from app.analysis.starter.starter_tree import (
     imported_modules,
     installed,
     is_test,
+    packages_harness,
     pinned_version,
-    real_packages,
-    requirements_for,
 )
 from app.analysis.verdict.doctor import ATTRIBUTE
 from app.analysis.verdict.health import Health
@@ -74,8 +75,13 @@ HF_CONFIG = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "num_
              "num_key_value_heads": 8, "hidden_size": 2048, "intermediate_size": 11008, "vocab_size": 151936,
              "max_position_embeddings": 32768, "rope_theta": 1000000.0, "tie_word_embeddings": True}
 LAUNCHERS = ["python", "python3", "torchrun", "ray"]
-# With no validator recognised, every Python script a CI launch starts is run to its training boundary.
-LAUNCHED_SCRIPT = r"\.py$"
+# Packages that parse and check configurations, by import name: their distributions.
+CONFIG_DISTRIBUTIONS = {"hydra": "hydra-core", "omegaconf": "omegaconf", "pydantic": "pydantic",
+                        "yaml": "pyyaml", "tyro": "tyro"}
+# With no validator recognised, every Python script a CI launch starts is run to its training boundary, but
+# for the tests' own helpers: CI scripts run them after the training to check its outputs (NeMo RL's
+# `tests/check_metrics.py` reads the metrics the run wrote), which no run here has written.
+LAUNCHED_SCRIPT = r"^(?!(?:.*/)?tests?/)(?:.*/)?[^/]+\.py$"
 # Device facts the validation asks the GPU for: on CI's GPUs the answer is yes.
 DEVICE_CHECKS = ("has_cuda_capability",)
 # The machine's own directories, and the sandbox's mount of the tree (`/repo`): never a CI host's.
@@ -100,7 +106,7 @@ def detect(root: Path) -> Starter:
         entry_pattern = _launched_entry(validation["entry"], validation["paths"], modules)
         found = f"found the validator {validation['entry']}, but"
     except NoValidator as exc:
-        validation, used, entry_pattern = {"mode": "boundary"}, [], LAUNCHED_SCRIPT
+        validation, used, entry_pattern = {"mode": "boundary"}, _launchable(root, modules), LAUNCHED_SCRIPT
         starter.why["validation.mode"] = (f"{exc}: each CI launch's own script runs until training would "
                                           "start (its training boundary)")
         found = f"{exc}, and"
@@ -114,11 +120,18 @@ def detect(root: Path) -> Starter:
     starter.policy["matrix"] = {"sources": [source for source, _ in sources]}
     for index, (_, reason) in enumerate(sources):
         starter.why[f"matrix.sources[{index}]"] = reason
-    if not used:  # to the boundary: what the launched programs import is what validation runs
-        used = _launched_programs(root, [source for source, _ in sources], modules)
+    if validation.get("mode") == "boundary":  # what the launched programs import is what validation runs
+        launched = _launched_programs(root, [source for source, _ in sources], modules)
+        used = list({m.name: m for m in [*used, *launched]}.values())
     deeper = [m for u in used for m in imported_modules(u, modules)]
     starter.policy["harness"] = _harness(root, [*used, *deeper], modules)
+    _add_needs(starter.policy["harness"], [source for source, _ in sources], root)
     starter.why["harness.requirements"] = REQUIREMENTS_WHY
+    python = _required_python(root)
+    if python:
+        starter.policy["harness"]["python"] = [python]
+        starter.why["harness.python"] = (f"pyproject.toml's requires-python asks for Python {python} at "
+                                         "least, newer than the one prtriage runs on: CI runs that one")
     starter.why["harness.real_packages"] = ("packages the validation (or the programs CI launches) imports "
                                             "that this machine has; every other missing module is stubbed")
     return starter
@@ -141,6 +154,26 @@ def _launched_programs(root: Path, sources: list[dict[str, Any]], modules: dict[
                 # read here: detection's modules leave out examples/, where launched programs often live
                 found[program] = Module(program[:-3].replace("/", "."), program, read_text(root / program))
     return list(found.values())
+
+
+def _launchable(root: Path, modules: dict[str, Module]) -> list[Module]:
+    """The scripts a launch may start (a `__main__` block outside the tests; `examples/`, which reading the
+    tree's modules skips, too): with no validator, what their imports need real is what validation needs."""
+    examples = read_modules(root / "examples", lambda text: "__main__" in text) \
+        if (root / "examples").is_dir() else {}
+    return [m for m in [*modules.values(), *examples.values()]
+            if not is_test(m) and "__main__" in m.source and "__name__" in m.source]
+
+
+def _required_python(root: Path) -> str | None:
+    """`X.Y` of pyproject.toml's `requires-python = ">=X.Y..."` when it is newer than this interpreter (an
+    older Python fails on what the repository uses: pydantic refuses `typing.TypedDict` before 3.12)."""
+    pyproject = root / "pyproject.toml"
+    text = read_text(pyproject) if pyproject.is_file() else ""
+    found = re.search(r'^requires-python\s*=\s*["\'][^"\']*>=\s*(\d+)\.(\d+)', text, re.M)
+    if found is None or (int(found.group(1)), int(found.group(2))) <= sys.version_info[:2]:
+        return None
+    return f"{found.group(1)}.{found.group(2)}"
 
 
 def _validation(root: Path, modules: dict[str, Module],
@@ -276,6 +309,28 @@ def _sources(root: Path, recording: dict[str, Any]) -> Iterator[tuple[dict[str, 
             yield from kind.detect(root, recording)
 
 
+def _add_needs(harness: dict[str, Any], sources: list[dict[str, Any]], root: Path) -> None:
+    """What the written kinds' capture needs itself (pytest and its plugins), pinned as CI has it (the tree's
+    lock or pin, else this machine's version, else unpinned), among the requirements."""
+    kinds = dict.fromkeys(KINDS[source["kind"]] for source in sources)
+    wanted = [name for kind in kinds if kind.needs is not None for name in kind.needs(root)]
+    taken = {re.split(r"[=<>!~\[ ]", requirement, maxsplit=1)[0].lower()
+             for requirement in harness["requirements"]}
+    for distribution in dict.fromkeys(wanted):
+        if distribution.lower() not in taken:
+            harness["requirements"].append(_pinned(distribution, root))
+
+
+def _pinned(distribution: str, root: Path) -> str:
+    version = pinned_version(root, distribution, exact=True)
+    if version is None:
+        try:
+            version = importlib.metadata.version(distribution)
+        except importlib.metadata.PackageNotFoundError:
+            return distribution
+    return f"{distribution}=={version}"
+
+
 def _recording(entry_pattern: str, modules: dict[str, Module]) -> dict[str, Any]:
     """How scripts are recorded: a job submitted to Ray carries its environment in --runtime-env-json,
     any other in what the script exports."""
@@ -285,12 +340,27 @@ def _recording(entry_pattern: str, modules: dict[str, Module]) -> dict[str, Any]
 
 
 def _harness(root: Path, used: list[Module], modules: dict[str, Module]) -> dict[str, Any]:
-    real = real_packages(used, modules)
-    harness: dict[str, Any] = {"stub_missing_modules": True, "real_packages": real,
-                               "requirements": requirements_for(real, root)}
+    harness = packages_harness(root, used, modules)
+    real, requirements = harness["real_packages"], harness["requirements"]
+    for name, distribution, version in _pinned_config_packages(root, used, modules):
+        if name not in real:
+            real.append(name)
+            requirements.append(f"{distribution}=={version}")
+    harness["real_packages"] = sorted(real)
     if "torch" in real:
         harness["limits"] = {"memory_mb": 8192}  # importing torch maps more than 4 GiB of address space
     return harness
+
+
+def _pinned_config_packages(root: Path, used: list[Module],
+                            modules: dict[str, Module]) -> Iterator[tuple[str, str, str]]:
+    """The configuration packages the validation imports and the tree pins (`uv.lock`, `==X`), whether or
+    not this machine has them: a stubbed OmegaConf or pydantic model validates nothing."""
+    imported = {name.split(".")[0] for m in used for node in ast.walk(m.tree) for name in import_names(node)}
+    for name in sorted(imported & CONFIG_DISTRIBUTIONS.keys() - {n.split(".")[0] for n in modules}):
+        version = pinned_version(root, CONFIG_DISTRIBUTIONS[name], exact=True)
+        if version is not None:
+            yield name, CONFIG_DISTRIBUTIONS[name], version
 
 
 def refine(starter: Starter, suites: Iterable[Suite], health: Health, root: Path | None = None) -> Starter:

@@ -1,6 +1,7 @@
 """`prtriage init`: a Hydra application (`@hydra.main`) that CI's workflow steps start through scripts
 (`python3 -m verl.trainer.main_ppo`) -> `validation.hydra` with the start-up checks its run path calls on the
-config, and a `workflow_steps` source. Reads the tree only; each choice carries its reason."""
+config, and a `workflow_steps` source (app/analysis/sources/workflow_steps_detect.py). Reads the tree only;
+each choice carries its reason."""
 
 from __future__ import annotations
 
@@ -10,17 +11,15 @@ from collections import Counter
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-import yaml
-
 from app.analysis.core.tree_reading import Module, read_text
+from app.analysis.sources.workflow_steps_detect import launching_scripts, steps_source
 from app.analysis.starter.starter_tree import (
     REQUIREMENTS_WHY,
     TORCH_LIMITS,
     Starter,
     imported_modules,
     is_test,
-    real_packages,
-    requirements_for,
+    packages_harness,
 )
 
 
@@ -30,7 +29,7 @@ def hydra_shape(root: Path, modules: dict[str, Module]) -> Starter | None:
             for node, kwargs in _hydra_mains(m)}
     if not apps:
         return None
-    launched = _launching_scripts(root, set(apps))
+    launched = launching_scripts(root, set(apps))
     counts = Counter(module for _, found in launched for module in found)
     if not counts:
         return None
@@ -74,30 +73,17 @@ def hydra_shape(root: Path, modules: dict[str, Module]) -> Starter | None:
         why["validation.replace"] = ("the dataclasses the config instantiates read the model's HF config: a "
                                      "fixture stands in for it")
     starter.policy["validation"] = validation
-    scripts = sorted({_script_glob(path) for path, found in launched if set(found) & set(entries)})
-    entry_pattern = "^(" + "|".join(re.escape(e) for e in entries) + ")$"
-    source: dict[str, Any] = {"kind": "workflow_steps", "workflows": [".github/workflows/*.yml"],
-                              "scripts": scripts, "entry": entry_pattern,
-                              "launchers": ["python", "python3", "torchrun", "ray"], "env_from": ["exported"]}
-    hosted = _hosted_jobs(root, [path for path, _ in launched])
-    if hosted is not None:
-        source["env"] = {"HOME": "/home/runner" if hosted else "/root"}
-        why["matrix.sources.env"] = ("the jobs run on GitHub's hosted runners, whose HOME is /home/runner"
-                                     if hosted else "the jobs run on self-hosted runners (runs-on labels "
-                                     "of their own), in CI's container as root: the scripts' $HOME is /root")
-    starter.policy["matrix"] = {"sources": [source]}
+    starter.policy["matrix"] = {"sources": [steps_source(root, launched, entries, why)]}
     launches = sum(counts[e] for e in entries)
     why["matrix.sources[0]"] = (f"workflow steps run scripts that launch the application ({launches} "
                                 f"launches of {', '.join(entries)} with `python -m`); each step runs as CI "
                                 "runs it, its variables exported")
     used = [module, *imported_modules(module, modules)]
-    real = real_packages(used, modules)
-    harness: dict[str, Any] = {"stub_missing_modules": True, "real_packages": real,
-                               "requirements": requirements_for(real, root)}
+    harness = packages_harness(root, used, modules)
     why["harness.requirements"] = REQUIREMENTS_WHY
     why["harness.real_packages"] = ("packages the application and the modules it imports import that this "
                                     "machine has (Hydra and OmegaConf compose the config for real)")
-    if "torch" in real:
+    if "torch" in harness["real_packages"]:
         harness["limits"] = dict(TORCH_LIMITS)
         why["harness.limits"] = "importing torch maps more than 4 GiB of address space"
     starter.policy["harness"] = harness
@@ -117,46 +103,6 @@ def _hydra_mains(module: Module) -> list[tuple[ast.FunctionDef, dict[str, Any]]]
                           if k.arg and isinstance(k.value, ast.Constant)}
                 found.append((node, kwargs))
     return found
-
-
-def _launching_scripts(root: Path, apps: set[str]) -> list[tuple[str, list[str]]]:
-    """The shell scripts the workflows' run: steps name, with the applications each launches (`-m pkg.x`)."""
-    named: set[str] = set()
-    for workflow in sorted((root / ".github" / "workflows").glob("*.y*ml")):
-        named |= set(re.findall(r"(?<![\w./-])((?:\./)?[\w./-]+\.sh)\b", read_text(workflow)))
-    found = []
-    for name in sorted(named):
-        path = root / name.removeprefix("./")
-        text = read_text(path) if path.is_file() else ""
-        launched = [m for m in re.findall(r"-m\s+([\w.]+)", text) if m in apps]
-        if launched:
-            found.append((path.relative_to(root).as_posix(), launched))
-    return found
-
-
-def _hosted_jobs(root: Path, scripts: list[str]) -> bool | None:
-    """Whether the jobs whose steps run SCRIPTS run on GitHub's hosted runners (`ubuntu-latest` ...); None
-    when no job says."""
-    labels: list[str] = []
-    for workflow in sorted((root / ".github" / "workflows").glob("*.y*ml")):
-        try:
-            document = yaml.safe_load(read_text(workflow))
-        except yaml.YAMLError:
-            continue
-        jobs = document.get("jobs") if isinstance(document, dict) else None
-        for job in jobs.values() if isinstance(jobs, dict) else []:
-            text = yaml.safe_dump(job.get("steps")) if isinstance(job, dict) else ""
-            if any(script in text for script in scripts):
-                labels.append(str(job.get("runs-on")))
-    if not labels:
-        return None
-    hosted = sum(bool(re.match(r"\W*(ubuntu|windows|macos)-", label)) for label in labels)
-    return hosted * 2 > len(labels)
-
-
-def _script_glob(path: str) -> str:
-    parts = PurePosixPath(path).parts
-    return f"{'/'.join(parts[:2])}/**/*.sh" if len(parts) > 2 else f"{parts[0]}/*.sh"
 
 
 def _hydra_checks(module: Module, function: ast.FunctionDef,

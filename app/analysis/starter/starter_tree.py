@@ -108,6 +108,13 @@ def requirements_for(real: list[str], root: Path) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def packages_harness(root: Path, used: list[Module], modules: dict[str, Module]) -> dict[str, Any]:
+    """The harness's packages: the real ones the USED modules import that this machine has, with the
+    requirements that install them; any other missing module stubbed."""
+    real = real_packages(used, modules)
+    return {"stub_missing_modules": True, "real_packages": real, "requirements": requirements_for(real, root)}
+
+
 def real_packages(used: list[Module], modules: dict[str, Module]) -> list[str]:
     imported = {name.split(".")[0] for m in used for node in ast.walk(m.tree) for name in import_names(node)}
     local = {name.split(".")[0] for name in modules}

@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # inside the sandbox the harness directory is on sys.path, si
         intercept,
         intercept_net,
         intercept_shell,
+        pytestrun,
         stubs,
         vclock,
     )
@@ -40,12 +41,13 @@ else:
     import intercept
     import intercept_net
     import intercept_shell
+    import pytestrun
     import stubs
     import vclock
 
 HARNESS_DIR = os.path.dirname(os.path.abspath(__file__))
 HARNESS_MODULES = ("common", "definitions", "fsfakes", "globs", "vpaths", "intercept", "intercept_net",
-                   "intercept_shell", "stubs", "vclock")
+                   "intercept_shell", "pytestrun", "stubs", "vclock")
 SOFT_LIMIT_SHARE = 0.8  # of suite_seconds: the child stops itself first and still reports what it saw
 MAX_SHELL_SECONDS = 20.0
 
@@ -70,6 +72,9 @@ class Capture:
         self.workers = int(job.get("workers") or 1)
         self.seconds = float((self.harness.get("limits") or {}).get("suite_seconds", 60))
         self.launchers: list[str] = list(self.source.get("launchers") or [])
+        if self.source.get("kind") == "pytest_launches":  # a step's pytest is recorded, then run for real
+            wanted = ["pytest", "py.test", *pytestrun.console_scripts(self.repo)]
+            self.launchers += [name for name in wanted if name not in self.launchers]
         self.tools = intercept_shell.prepare_tools(self.launchers)
         # The sandbox's own environment is no CI fact: a launch's env is what the CI chain exported.
         self.sandbox_env = dict(os.environ)
@@ -106,6 +111,8 @@ class Capture:
         os.environ.update(item["env"])  # a workflow row's job env: this child's alone
         if self.source.get("kind") == "python_definitions":
             return self.define(item["id"])
+        if self.source.get("kind") == "pytest_launches":
+            return self.run_tests(item, records, settings)
         shell = item.get("shell") or shell_script(self.source.get("command") or [], item)
         outcome = self.run_script(item, registration) if shell is None else self.run_step(shell, settings)
         return self.message(item["id"], records, outcome, registration, settings.problems)
@@ -145,6 +152,22 @@ class Capture:
         os.chdir(self.repo)
         intercept_shell.run_shell(settings, "set -e\n" + text, None, self.repo)
         return "ended", None
+
+    def run_tests(self, item: dict[str, Any], records: str,
+                  settings: intercept_shell.ShellSettings) -> dict[str, Any]:
+        """A pytest_launches step's message: the launches its pytest runs' test functions made, each naming
+        its test (`test`)."""
+        started = os.times().elapsed  # real time: vclock's clocks advance with the script's sleeps
+        sys.path[:] = [*common.import_roots(self.repo), *(p for p in sys.path if p != HARNESS_DIR)]
+        for name in HARNESS_MODULES:
+            sys.modules.pop(name, None)
+
+        def remaining() -> float:
+            return max(1.0, self.seconds * SOFT_LIMIT_SHARE - (os.times().elapsed - started))
+
+        state, reason, launches = pytestrun.run_step(item["shell"], settings, self.repo, remaining,
+                                                     self.clean_env, str(self.source.get("entry") or ""))
+        return self.message(item["id"], records, (state, reason), {}, settings.problems, launches)
 
     def define(self, target: str) -> dict[str, Any]:
         """A python_definitions function's message: its definitions' runs as `suites`, as CI imports it
@@ -205,9 +228,10 @@ class Capture:
         return f" (at {path}:{line})" if path else ""
 
     def message(self, script: str, records: str, outcome: tuple[str, str | None],
-                registration: dict[str, Any], problems: list[str]) -> dict[str, Any]:
+                registration: dict[str, Any], problems: list[str],
+                launches: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         state, reason = outcome
-        launches = self.launches(records)
+        launches = self.launches(records) if launches is None else launches
         if problems:
             distinct = list(dict.fromkeys(problems))
             more = f" (and {len(distinct) - 3} more)" if len(distinct) > 3 else ""
@@ -217,9 +241,12 @@ class Capture:
 
     def launches(self, records: str) -> list[dict[str, Any]]:
         launches = intercept_shell.read_launches(records)
+        self.clean_env(launches)
+        return launches
+
+    def clean_env(self, launches: list[dict[str, Any]]) -> None:
         for launch in launches:
             launch["env"] = {k: v for k, v in launch["env"].items() if self.sandbox_env.get(k) != v}
-        return launches
 
     def lost_child(self, task: tuple[dict[str, Any], str], reason: str) -> dict[str, Any]:
         """The message for a child that died or was killed: what its bash recorded still counts."""

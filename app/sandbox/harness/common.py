@@ -253,6 +253,59 @@ def _describe_status(status: int) -> str:
     return f"exited with status {os.WEXITSTATUS(status)}"
 
 
+def import_roots(repo: str) -> list[str]:
+    """Where CI imports the repository's own packages from: its root, `src/` when the project has the src
+    layout, and the `src/` (or the directory) of each path dependency its pyproject.toml names under
+    `[tool.uv.sources]` (a uv workspace's members), all of which CI's `pip install -e .` or `uv sync` makes
+    importable. Without them `import prime_rl.configs` would be stubbed as an absent package."""
+    roots = [repo]
+    for relative in ["", *_uv_path_sources(repo)]:
+        base = os.path.normpath(os.path.join(repo, relative))
+        if not (base + "/").startswith(repo.rstrip("/") + "/"):
+            continue  # a path outside the tree is the CI host's
+        source = os.path.join(base, "src")
+        candidate = source if _holds_python(source) else base if relative and _holds_python(base) else None
+        if candidate and candidate not in roots:
+            roots.append(candidate)
+    return roots
+
+
+MAX_PYPROJECT_BYTES = 1 << 20
+
+
+def _uv_path_sources(repo: str) -> list[str]:
+    try:
+        import tomllib
+        with open(os.path.join(repo, "pyproject.toml"), "rb") as handle:
+            text = handle.read(MAX_PYPROJECT_BYTES + 1)
+        if len(text) > MAX_PYPROJECT_BYTES:
+            return []
+        sources = ((tomllib.loads(text.decode("utf-8", "replace")).get("tool") or {}).get("uv") or {}) \
+            .get("sources") or {}
+    except (ImportError, OSError, ValueError, AttributeError):  # tomllib: Python 3.11+
+        return []
+    found = [entry.get("path") for entry in sources.values() if isinstance(entry, dict)] \
+        if isinstance(sources, dict) else []
+    return [path for path in found if isinstance(path, str)][:64]
+
+
+def _holds_python(directory: str) -> bool:
+    """A directory holding a package (regular or namespace): a subdirectory with Python files."""
+    try:
+        names = sorted(os.listdir(directory))[:1000]
+    except OSError:
+        return False
+    for name in names:
+        path = os.path.join(directory, name)
+        try:
+            if os.path.isdir(path) and any(entry.endswith(".py") or os.path.isdir(os.path.join(path, entry))
+                                           for entry in sorted(os.listdir(path))[:1000]):
+                return True
+        except OSError:
+            continue
+    return False
+
+
 def repo_frame(tb: Any, repo: str) -> tuple[str | None, int | None]:
     """(repo-relative path, line) of the innermost traceback frame inside the repository."""
     found: tuple[str | None, int | None] = (None, None)

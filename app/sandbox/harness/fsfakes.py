@@ -6,7 +6,9 @@ checkpoints under `/root/`); `vpaths` decides what stands in for them, and this 
 through `open`, `os.stat`/`lstat` (and so `exists`, `isfile`, `isdir`, `getsize` and pathlib's), `os.listdir`,
 `os.scandir` (and so `glob`, `os.walk`, `Path.iterdir`, `Path.glob`) and `os.access` alike: a path that exists
 can be read or listed. Writes there (`makedirs`, `open(..., "w")`) land in an overlay under /tmp and are
-read back; removals (`os.remove`, `rmtree`) hide the path.
+read back; removals (`os.remove`, `rmtree`) hide the path. The checkout is writable on CI (entries make their
+log directories there before training starts) and read-only here: a new path under it is written to the
+overlay the same way.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ else:
 _virtual = vpaths.VirtualPaths({})
 _removed: set[str] = set()  # virtual paths the process deleted: gone, with everything below them
 _installed = False
+_checkout = ""  # the repository's mount: new paths under it land in the overlay
 OVERLAY_ROOT = "/tmp/.prtriage-overlay"  # where writes to virtual paths land (the sandbox's /tmp is scratch)
 OVERLAY = OVERLAY_ROOT
 
@@ -45,8 +48,9 @@ _real_rmtree = shutil.rmtree
 
 def install(repo: str, harness_policy: dict[str, Any]) -> None:
     """Serve the virtual paths to every file API. Idempotent."""
-    global _virtual, _installed
+    global _virtual, _installed, _checkout
     _virtual = vpaths.VirtualPaths(harness_policy)
+    _checkout = os.path.abspath(repo).rstrip("/") if repo else ""
     if _installed:
         return
     _installed = True
@@ -79,7 +83,7 @@ def virtual_node(target: Any) -> vpaths.Node | None:
 def _absent(target: Any) -> str | None:
     """The normalised absolute path of a path that does not really exist, when fakes are at work."""
     path = _as_path(target)
-    if path is None or not (_virtual.fixtures or _virtual.prefixes):
+    if path is None or not (_virtual.fixtures or _virtual.prefixes or _checkout):
         return None
     absolute = vpaths.normalised(path)
     try:
@@ -116,11 +120,22 @@ def _writable(target: Any) -> str | None:
         return None
     parent = os.path.dirname(absolute)
     parent_node = virtual_node(parent)
-    if not (parent_node is not None and parent_node.kind == "dir") and _in_overlay(parent) is None:
+    if not (parent_node is not None and parent_node.kind == "dir") and _in_overlay(parent) is None \
+            and not _real_dir_in_checkout(parent):
         return None
     os.makedirs(OVERLAY + parent, exist_ok=True)
     _removed.difference_update({absolute})
     return OVERLAY + absolute
+
+
+def _real_dir_in_checkout(absolute: str) -> bool:
+    """A directory of the checkout itself: CI could create files in it."""
+    if not _checkout or not (absolute == _checkout or absolute.startswith(_checkout + "/")):
+        return False
+    try:
+        return stat.S_ISDIR(_real_stat(absolute).st_mode)
+    except OSError:
+        return False
 
 
 def _as_path(target: Any) -> str | None:

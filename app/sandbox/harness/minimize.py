@@ -18,11 +18,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # inside the sandbox the harness directory is on sys.path, siblings are top-level modules
-    from app.sandbox.harness import common, flagsearch, suiterun
+    from app.sandbox.harness import common, flagsearch, suiterun, tolerant
 else:
     import common
     import flagsearch
     import suiterun
+    import tolerant
 
 Send = Callable[[dict[str, Any]], None]
 
@@ -44,19 +45,36 @@ class _Search:
 
 
 def search(revision: suiterun.Revision, searches: list[dict[str, Any]], send: Send, bound: Bound) -> None:
-    """Every search of SEARCHES (one environment) to its end or its bound; the result of each is sent."""
-    running = [_start(raw) for raw in searches]
+    """Every search of SEARCHES (one environment) to its end or its bound; the result of each is sent.
+
+    Each set starts knowing the attributes the warm-up (the whole suite) learned: learning them again, a
+    retry of the entry each, would double what a set costs. Whether that changed an answer is then asked
+    from scratch, as a suite runs: the set found, and each of its arguments left out when it is said to be
+    minimal. A search whose answer does not hold is searched again, learning as a suite does.
+    """
+    learned = tuple(tolerant.ledger.learned)  # the warm-up ran the whole suite in this process
     deadline = time.monotonic() + bound.seconds
     rounds: list[tuple[int, float]] = []  # each round's sets and seconds, for the host's log
-    for _ in range(bound.rounds):
-        active = [s for s in running if not s.flags.done]
-        if not active or time.monotonic() >= deadline:
-            break
-        started = time.monotonic()
-        rounds.append((_round(revision, active, send, bound), round(time.monotonic() - started, 3)))
+    running = [_start(raw) for raw in searches]
+    _rounds(revision, running, send, bound, deadline, rounds, learned)
+    if learned:
+        doubtful = _unconfirmed(revision, running, send, bound, rounds)
+        again = [_start(each.suite) for each in doubtful]
+        _rounds(revision, again, send, bound, deadline, rounds, ())
+        running = [each for each in running if each not in doubtful] + again
     for each in running:
         send({"kind": "found", "search": each.suite["id"], "kept": list(each.flags.best),
               "complete": each.flags.complete, "rounds": rounds})
+
+
+def _rounds(revision: suiterun.Revision, running: list[_Search], send: Send, bound: Bound, deadline: float,
+            rounds: list[tuple[int, float]], learned: tuple[str, ...]) -> None:
+    for _ in range(bound.rounds):
+        active = [s for s in running if not s.flags.done]
+        if not active or time.monotonic() >= deadline:
+            return
+        started = time.monotonic()
+        rounds.append((_round(revision, active, send, bound, learned), round(time.monotonic() - started, 3)))
 
 
 def _start(raw: dict[str, Any]) -> _Search:
@@ -67,16 +85,46 @@ def _start(raw: dict[str, Any]) -> _Search:
     return _Search(raw, units, (raw.get("path"), raw.get("line")), flags)
 
 
-def _round(revision: suiterun.Revision, active: list[_Search], send: Send, bound: Bound) -> int:
-    """One round of every active search, its sets forked from this process at most `workers` at once;
-    returns how many sets it tried."""
-    batch: list[dict[str, Any]] = []
+def _round(revision: suiterun.Revision, active: list[_Search], send: Send, bound: Bound,
+           learned: tuple[str, ...]) -> int:
+    """One round of every active search; returns how many sets it tried."""
+    asked = [(each, candidate, f"{each.suite['id']}~minimal-{number}-{index}")
+             for number, each in enumerate(active) for index, candidate in enumerate(each.flags.candidates())]
+    where = _try(revision, asked, send, bound, learned)
+    for each in active:
+        each.flags.observe({candidate: where.get(trial) == each.where
+                            for owner, candidate, trial in asked if owner is each})
+    return len(asked)
+
+
+def _unconfirmed(revision: suiterun.Revision, running: list[_Search], send: Send, bound: Bound,
+                 rounds: list[tuple[int, float]]) -> list[_Search]:
+    """The searches whose answer does not hold from scratch: the set found is not rejected at the line, or
+    (a complete search) one of its arguments can be left out."""
     asked: list[tuple[_Search, tuple[int, ...], str]] = []
-    for number, each in enumerate(active):
-        for index, candidate in enumerate(each.flags.candidates()):
-            trial = f"{each.suite['id']}~minimal-{number}-{index}"
-            batch.append({**each.suite, "id": trial, "argv": list(flagsearch.join(each.units, candidate))})
-            asked.append((each, candidate, trial))
+    for number, each in enumerate(running):
+        best = each.flags.best
+        sets = [best, *(tuple(i for i in best if i != left) for left in best)] if each.flags.complete \
+            else [best]
+        asked += [(each, kept, f"{each.suite['id']}~confirm-{number}-{index}")
+                  for index, kept in enumerate(sets)]
+    started = time.monotonic()
+    where = _try(revision, asked, send, bound, ())
+    rounds.append((len(asked), round(time.monotonic() - started, 3)))
+    doubtful = []
+    for each in running:
+        said = [where.get(trial) == each.where for owner, _, trial in asked if owner is each]
+        if not said[0] or any(said[1:]):
+            doubtful.append(each)
+    return doubtful
+
+
+def _try(revision: suiterun.Revision, asked: list[tuple[_Search, tuple[int, ...], str]], send: Send,
+         bound: Bound, learned: tuple[str, ...]) -> dict[str, tuple[Any, Any] | None]:
+    """Where each set is rejected (None: not rejected), its sets forked from this process at most `workers`
+    at once, each starting with LEARNED learned."""
+    batch = [{**each.suite, "id": trial, "argv": list(flagsearch.join(each.units, candidate))}
+             for each, candidate, trial in asked]
     where: dict[str, tuple[Any, Any] | None] = {}
 
     def reached(trial: dict[str, Any], result: dict[str, Any]) -> None:
@@ -89,10 +137,7 @@ def _round(revision: suiterun.Revision, active: list[_Search], send: Send, bound
     def failed(trial: dict[str, Any], why: str) -> None:  # a crash or a timeout: not rejected there
         send({"kind": "found", "tried": trial["id"]})
 
-    common.run_forked(batch, lambda trial: {"outcome": suiterun.outcome_only(revision, trial)},
+    common.run_forked(batch, lambda trial: {"outcome": suiterun.outcome_only(revision, trial, learned)},
                       workers=bound.workers, timeout=bound.suite_seconds, on_result=reached,
                       on_failure=failed)
-    for each in active:
-        each.flags.observe({candidate: where.get(trial) == each.where
-                            for owner, candidate, trial in asked if owner is each})
-    return len(batch)
+    return where

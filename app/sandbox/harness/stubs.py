@@ -35,9 +35,7 @@ _optional_absent = False  # harness.optional_imports: absent
 _ci_has: frozenset[str] = frozenset()
 _guarded_lines: dict[str, frozenset[int]] = {}  # file -> lines inside a `try:` that catches ImportError
 _importlib_dir = os.path.dirname(importlib.__file__) + "/"
-# The harness's own finders (boundary.py's, which asks this one on behalf of the import system) are import
-# machinery too: the importer is the code beneath them.
-_harness_dir = os.path.dirname(os.path.abspath(__file__)) + "/"
+_HERE = os.path.dirname(os.path.abspath(__file__))  # the harness directory
 # Parsers handed to absent code (`ServerArgs.add_cli_args(parser)`): the options it would have added are
 # missing, so a strict parse of them must tolerate what that code owns.
 _fed_parsers: weakref.WeakSet[argparse.ArgumentParser] = weakref.WeakSet()
@@ -173,13 +171,19 @@ def _importing_frame() -> tuple[types.FrameType | None, bool]:
     while frame is not None:
         filename = frame.f_code.co_filename
         if not (filename.startswith("<frozen importlib") or filename.startswith(_importlib_dir)
-                or filename.startswith(_harness_dir)):
+                or filename == __file__ or _harness_finder(frame)):
             return frame, probe
         # importlib.util.find_spec ("<frozen importlib.util>" on 3.11): a probe, unlike the import system's
         probe = probe or (frame.f_code.co_name == "find_spec" and filename.endswith(("importlib.util>",
                                                                                      "importlib/util.py")))
         frame = frame.f_back  # type: ignore[assignment]
     return None, probe
+
+
+def _harness_finder(frame: types.FrameType) -> bool:
+    """A meta path finder of the harness asking the others (boundary's import hook looks for the module
+    whose loader it wraps): part of the import machinery, not the importer."""
+    return frame.f_code.co_name == "find_spec" and os.path.dirname(frame.f_code.co_filename) == _HERE
 
 
 def _stub_for_repository(top: str) -> bool:

@@ -87,11 +87,12 @@ def run_suite(revision: Revision, suite: dict[str, Any]) -> dict[str, Any]:
             "imported": imported.repo_modules(revision.repo)}
 
 
-def outcome_only(revision: Revision, suite: dict[str, Any]) -> dict[str, Any]:
-    """The suite's outcome alone, from the same fresh state as `run_suite`'s (minimize.py's sets: no
-    record mode, nothing learned or imported to report)."""
+def outcome_only(revision: Revision, suite: dict[str, Any], learned: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The suite's outcome alone, from the same fresh state as `run_suite`'s but for the attributes LEARNED
+    already (minimize.py's sets: no record mode, nothing learned or imported to report)."""
     fsfakes.fresh_overlay()
     tolerant.ledger.reset()
+    tolerant.learn_ahead(learned)
     linewatch.reset()
     return outcome_mode(revision, suite)
 

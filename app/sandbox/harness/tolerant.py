@@ -175,6 +175,12 @@ def _repository_location(frame: FrameType | None) -> tuple[str | None, int | Non
     return None, None
 
 
+def learn_ahead(names: Iterable[str]) -> None:
+    """NAMES learned before the entry runs, with the defaults `learn_from` would give them."""
+    for name in names:
+        ledger.learned[name] = copy.deepcopy(ledger.attribute_defaults.get(name))
+
+
 def learn_from(exc: BaseException, fallback: tuple[str | None, int | None]) -> bool:
     """When `exc` is a miss of a Namespace attribute not yet learned, learn its default; True to retry."""
     if not isinstance(exc, AttributeError) or not isinstance(exc.obj, argparse.Namespace):

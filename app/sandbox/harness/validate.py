@@ -206,7 +206,7 @@ def main() -> None:
     job = Job(common.load_job())
     progress = Progress(job.suites)
     os.chdir(job.repo)  # CI runs the entry from the repository root
-    sys.path.insert(0, job.repo)
+    sys.path[:0] = common.import_roots(job.repo)
     bytecache.install(job.repo)  # before any repository module is imported, like linewatch
     linewatch.install(job.repo, job.trace)
     try:
