@@ -3,6 +3,7 @@ carries (no caching of private titles, no framing, no scripts from anywhere)."""
 
 from __future__ import annotations
 
+import re
 import shlex
 from datetime import UTC, datetime
 from typing import Any
@@ -10,6 +11,7 @@ from urllib.parse import quote
 
 from fastapi import Request
 from fastapi.templating import Jinja2Templates
+from markupsafe import Markup, escape
 from starlette.responses import Response
 
 from app.bundled import package_file
@@ -45,14 +47,21 @@ def iso(moment: datetime | None) -> str:
     return "" if moment is None else moment.astimezone(UTC).isoformat()
 
 
+def breakable(text: str) -> Markup:
+    """TEXT escaped, with a line break allowed (<wbr>) after each separator of a path or an id (/ _ . - #):
+    a suite id longer than its column wraps between its words, where a browser would otherwise cut it
+    anywhere ("…dist_di / st_optimizer…")."""
+    return Markup("<wbr>").join(escape(part) for part in re.split(r"(?<=[/_.#-])", text))
+
+
 def suite_url(repo: str, suite: str) -> str:
     """The suite page's address: the suite id as one path segment (its `/`, `#`, `?` and spaces
     percent-encoded), so that no browser or proxy splits, cuts or normalises it."""
     return f"/repositories/{repo}/suites/{quote(suite, safe='')}"
 
 
-TEMPLATES.env.filters.update(age=age, when=when, iso=iso, shell=shlex.join,  # shell: argv as CI would type it
-                             suite_url=suite_url)
+TEMPLATES.env.filters.update(age=age, when=when, iso=iso, breakable=breakable, suite_url=suite_url,
+                             shell=shlex.join)  # shell: argv as CI would type it
 
 
 def render(request: Request, name: str, context: dict[str, Any], *, viewer: Viewer | None = None,
