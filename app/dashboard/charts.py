@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import date
 
 from markupsafe import Markup, escape
 
-from app.store.shapes import AgeBucket, DayCount, HealthOut
+from app.store.shapes import AgeBucket, DayCount, HealthOut, RunDay
 
 WIDTH, HEIGHT = 640, 190
 # Room for the axis text at its largest: dashboard.css scales it up to LARGEST_FONT units as the chart
@@ -86,15 +87,21 @@ def bar_chart(bars: Sequence[Bar], *, chart_id: str, title: str, css_class: str 
     return Markup("".join(parts))
 
 
-def open_over_time(days: Sequence[DayCount]) -> Markup:
-    """Open windows at the end of each day; the first day of each month labelled, and the first day shown
-    when no month starts soon after it (the two labels would overlap)."""
-    starts = [i for i, day in enumerate(days) if day["day"].day == 1]
+def day_labels(days: Sequence[date]) -> list[str]:
+    """The first day of each month labelled, and the first day shown when no month starts soon after it
+    (the two labels would overlap)."""
+    starts = [i for i, day in enumerate(days) if day.day == 1]
     first_labelled = not starts or starts[0] >= FIRST_LABEL_GAP
-    bars = [Bar(key=day["day"].isoformat(), value=day["open"],
-                tooltip=f"{day['day']:%Y-%m-%d}: {day['open']} open",
-                label=f"{day['day']:%b %d}" if day["day"].day == 1 or (i == 0 and first_labelled) else "")
+    return [f"{day:%b %d}" if day.day == 1 or (i == 0 and first_labelled) else ""
             for i, day in enumerate(days)]
+
+
+def open_over_time(days: Sequence[DayCount]) -> Markup:
+    """Open windows at the end of each day."""
+    labels = day_labels([day["day"] for day in days])
+    bars = [Bar(key=day["day"].isoformat(), value=day["open"],
+                tooltip=f"{day['day']:%Y-%m-%d}: {day['open']} open", label=label)
+            for day, label in zip(days, labels, strict=True)]
     return bar_chart(bars, chart_id="chart-open-over-time", title="Open risk windows per day",
                      css_class="bar day")
 
@@ -121,3 +128,46 @@ def acceptance(healths: Sequence[HealthOut]) -> Markup:
                         label=f"{health['at']:%b %d}" if i in (0, len(healths) - 1) else ""))
     return bar_chart(bars, chart_id="chart-acceptance", title="Share of CI suites the default branch accepts",
                      css_class="bar health")
+
+
+# Bottom first: what blocked, then what passed, then the rest (a run that did not conclude).
+RUN_OUTCOMES = ("failure", "action_required", "neutral", "success", "failed", "cancelled", "superseded",
+                "running", "queued")
+
+
+def run_outcomes(days: Sequence[RunDay]) -> list[str]:
+    """The outcomes the days hold, in the chart's order (the legend)."""
+    held = {outcome for day in days for outcome in day["outcomes"]}
+    return [o for o in RUN_OUTCOMES if o in held] + sorted(held - set(RUN_OUTCOMES))
+
+
+def runs_over_time(days: Sequence[RunDay]) -> Markup:
+    """Triage runs created each day, one bar a day stacked by outcome, the y axis to the busiest day."""
+    top = _ceiling([sum(day["outcomes"].values()) for day in days])
+    slot = (WIDTH - MARGIN_LEFT) / max(len(days), 1)
+    gap = min(slot * 0.2, 8)
+    plot, baseline = HEIGHT - MARGIN_BOTTOM - MARGIN_TOP, HEIGHT - MARGIN_BOTTOM
+    order = run_outcomes(days)
+    parts = [f'<svg id="chart-runs-over-time" class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
+             f'aria-labelledby="chart-runs-over-time-title" data-max="{top}" '
+             f'preserveAspectRatio="xMidYMid meet">',
+             '<title id="chart-runs-over-time-title">Triage runs per day by outcome</title>',
+             f'<line class="baseline" x1="{MARGIN_LEFT}" y1="{baseline}" x2="{WIDTH}" y2="{baseline}"/>',
+             f'<text class="axis" x="{MARGIN_LEFT - 6}" y="{baseline}" text-anchor="end">0</text>',
+             f'<text class="axis" x="{MARGIN_LEFT - 6}" y="{MARGIN_TOP}" dominant-baseline="hanging" '
+             f'text-anchor="end">{top}</text>']
+    for i, (day, label) in enumerate(zip(days, day_labels([d["day"] for d in days]), strict=True)):
+        x, bottom = MARGIN_LEFT + i * slot + gap / 2, float(baseline)
+        for outcome in (o for o in order if day["outcomes"].get(o)):
+            count = day["outcomes"][outcome]
+            height = plot * count / top
+            bottom -= height
+            when = day["day"]
+            parts.append(f'<rect class="bar seg run-{escape(outcome)}" x="{x:.1f}" y="{bottom:.1f}" '
+                         f'width="{slot - gap:.1f}" height="{height:.1f}" data-key="{when.isoformat()}" '
+                         f'data-outcome="{escape(outcome)}" data-value="{count}">'
+                         f'<title>{when:%Y-%m-%d}: {count} {escape(outcome)}</title></rect>')
+        if label:
+            parts.append(x_label(label, x + (slot - gap) / 2))
+    parts.append("</svg>")
+    return Markup("".join(parts))

@@ -29,6 +29,7 @@ from app.store.queries import (
     list_windows,
     repository_page,
     run_with_suites,
+    runs_over_time,
     suite_page,
     window_ages,
     window_with_events,
@@ -40,6 +41,7 @@ from app.store.types import BIGINT_MAX, INTEGER_MAX, utcnow
 from app.store.window_views import StateFilter
 
 CHART_DAYS = 90
+RUN_CHART_DAYS = 30  # the runs page: a month of outcomes, a bar a day
 PAGE_SIZE = 50
 MAX_REASON = 2000
 IdPath = Annotated[int, Path(ge=1, le=BIGINT_MAX)]
@@ -199,8 +201,13 @@ def runs_page(request: Request, viewer: PageViewer, session: ReadSession, repo: 
     repo_name, number = problems.repo(repo), problems.pr(pr)
     items, following = problems.page(lambda at: list_runs(session, repo=repo_name, pr=number, cursor=at,
                                                           limit=size), cursor)
+    today = utcnow().date()
+    days = runs_over_time(session, start=today - timedelta(days=RUN_CHART_DAYS - 1), end=today,
+                          repo=repo_name)
     return render(request, "runs.html", {
         "runs": items, "repo": repo_name or "", "pr": number or "", "problems": problems.messages,
+        "runs_chart": charts.runs_over_time(days), "run_outcomes": charts.run_outcomes(days),
+        "run_chart_days": RUN_CHART_DAYS,
         "paged": bool(cursor) and not problems.restarted,
         "next_url": following and _page_url("/runs", repo=repo_name, pr=number, limit=_kept(size),
                                             cursor=following),

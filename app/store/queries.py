@@ -25,7 +25,7 @@ from app.store.repos import (
     upsert_repository,
 )
 from app.store.repository_views import list_repositories, repository_page, repository_view
-from app.store.run_views import list_runs, run_with_suites
+from app.store.run_views import list_runs, run_with_suites, runs_over_time
 from app.store.runs import (
     StartedRun,
     acknowledge_findings,
@@ -96,6 +96,7 @@ __all__ = [
     "resolve_reference",
     "run_for_check_run",
     "run_with_suites",
+    "runs_over_time",
     "start_run",
     "stored_installation_of",
     "suite_page",

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from datetime import date, timedelta
 
-from sqlalchemy import Select, select
+from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
+from app.store.days import as_date, check_range, midnight, utc_day
 from app.store.models import Finding, PullRequest, Repository, SuiteOutcome, TriageRun
 from app.store.pages import after, next_cursor, page_size, repository_ids
-from app.store.shapes import EventOut, FindingOut, RunDetailOut, RunOut, SuiteOut, outcome_out
+from app.store.shapes import EventOut, FindingOut, RunDay, RunDetailOut, RunOut, SuiteOut, outcome_out
 from app.store.window_views import pull_request_view
 
 
@@ -31,6 +33,27 @@ def list_runs(session: Session, *, repo: str | None = None, pr: int | None = Non
     items = [_run_view(run, pull, name, findings[run.id]) for run, pull, name in page]
     last = page[-1][0] if page else None
     return items, next_cursor(rows, size, last.created_at, last.id) if last else None
+
+
+def runs_over_time(session: Session, *, start: date, end: date, repo: str | None = None) -> list[RunDay]:
+    """For each UTC day from `start` to `end`: the runs created that day, by outcome (a run's conclusion,
+    or its status while it has none: queued, running, superseded, failed)."""
+    check_range(start, end)
+    day = utc_day(session, TriageRun.created_at)
+    query = (select(day, TriageRun.conclusion, TriageRun.status, func.count())
+             .where(TriageRun.created_at >= midnight(start),
+                    TriageRun.created_at < midnight(end + timedelta(days=1)))
+             .group_by(day, TriageRun.conclusion, TriageRun.status))
+    if repo is not None:
+        query = query.join(PullRequest, PullRequest.id == TriageRun.pull_request_id).where(
+            PullRequest.repository_id.in_(repository_ids(repo)))
+    counted: dict[date, dict[str, int]] = defaultdict(dict)
+    for value, conclusion, status, count in session.execute(query):
+        outcomes = counted[as_date(value)]
+        key = conclusion or status
+        outcomes[key] = outcomes.get(key, 0) + int(count)
+    days = [start + timedelta(days=offset) for offset in range((end - start).days + 1)]
+    return [RunDay(day=day, outcomes=counted.get(day, {})) for day in days]
 
 
 def run_with_suites(session: Session, *, run_id: int) -> RunDetailOut | None:

@@ -136,6 +136,11 @@ class DayCount(TypedDict):
     open: int  # windows open at the end of that UTC day
 
 
+class RunDay(TypedDict):
+    day: date
+    outcomes: dict[str, int]  # runs created that UTC day by outcome: a conclusion, else the run's status
+
+
 class AgeBucket(TypedDict):
     label: str  # e.g. "1-7 days"
     count: int

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any, Literal
 
 from sqlalchemy import ColumnElement, Select, func, select
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
+from app.store.days import as_date, check_range, midnight, utc_day
 from app.store.models import PullRequest, Reference, Repository, RiskWindow, WindowEvent, window_awaits
 from app.store.pages import after, next_cursor, page_size, repository_ids
 from app.store.shapes import (
@@ -23,7 +24,6 @@ from app.store.shapes import (
 from app.store.types import utcnow
 
 StateFilter = Literal["open", "closed", "all"]
-MAX_CHART_DAYS = 3660
 AGE_BUCKETS = ((0, 1, "under 1 day"), (1, 7, "1-7 days"), (7, 30, "7-30 days"), (30, 90, "30-90 days"),
                (90, None, "over 90 days"))
 
@@ -66,9 +66,8 @@ def window_with_events(session: Session, *, window_id: int) -> RiskWindowDetailO
 
 def windows_over_time(session: Session, *, start: date, end: date, repo: str | None = None) -> list[DayCount]:
     """For each UTC day from `start` to `end`: how many windows were open at its end (today: by now)."""
-    if end < start or (end - start).days > MAX_CHART_DAYS:
-        raise ValueError(f"a chart runs from a start to a later end, within {MAX_CHART_DAYS} days")
-    since, until = _midnight(start), _midnight(end + timedelta(days=1))
+    check_range(start, end)
+    since, until = midnight(start), midnight(end + timedelta(days=1))
     scope: list[ColumnElement[bool]] = []
     if repo is not None:
         scope.append(RiskWindow.repository_id.in_(repository_ids(repo)))
@@ -135,24 +134,11 @@ def _awaiting(session: Session, window_ids: list[int]) -> defaultdict[int, list[
     return found
 
 
-def _midnight(day: date) -> datetime:
-    return datetime.combine(day, time(), UTC)
-
-
 def _per_day(session: Session, column: InstrumentedAttribute[Any], since: datetime, until: datetime,
              scope: Sequence[ColumnElement[bool]]) -> dict[date, int]:
-    day = _utc_day(session, column)
+    day = utc_day(session, column)
     rows = session.execute(select(day, func.count()).where(column >= since, column < until, *scope)
                            .group_by(day))
-    return {_as_date(value): int(count) for value, count in rows}
+    return {as_date(value): int(count) for value, count in rows}
 
 
-def _utc_day(session: Session, column: InstrumentedAttribute[Any]) -> ColumnElement[Any]:
-    if session.get_bind().dialect.name == "postgresql":
-        # date() of a timestamptz uses the session's zone: name UTC rather than trust the connection.
-        return func.date(func.timezone("UTC", column))
-    return func.date(column)  # SQLite keeps UTC text: 'YYYY-MM-DD'
-
-
-def _as_date(value: date | str) -> date:
-    return value if isinstance(value, date) else date.fromisoformat(value)

@@ -72,3 +72,21 @@ def test_ages_read_in_the_largest_sensible_unit() -> None:
     now = datetime(2026, 3, 1, tzinfo=UTC)
     deltas = (timedelta(minutes=5), timedelta(hours=30), timedelta(days=12), timedelta(minutes=-5))
     assert [age(now - delta, now) for delta in deltas] == ["5 min", "30 h", "12 days", "0 min"]
+
+
+def test_the_runs_chart_stacks_each_day_by_outcome_blocked_at_the_bottom() -> None:
+    days = [{"day": date(2026, 3, 1), "outcomes": {"success": 1, "failure": 3}},
+            {"day": date(2026, 3, 2), "outcomes": {}},
+            {"day": date(2026, 3, 3), "outcomes": {"queued": 2, "weird<": 2}}]
+    chart = parse(str(charts.runs_over_time(days))).one("svg", id="chart-runs-over-time")  # type: ignore[arg-type]
+    assert chart["data-max"] == "4"
+    segments = chart.find_all("rect", cls="seg")
+    assert [(s["data-key"], s["data-outcome"], s["data-value"]) for s in segments] == [
+        ("2026-03-01", "failure", "3"), ("2026-03-01", "success", "1"),
+        ("2026-03-03", "queued", "2"), ("2026-03-03", "weird<", "2")]
+    failure, success = segments[0], segments[1]
+    assert float(failure["y"]) > float(success["y"])  # drawn first, lowest
+    assert abs(float(failure["y"]) - (float(success["y"]) + float(success["height"]))) < 0.2  # stacked
+    assert abs(float(failure["height"]) - 3 * float(success["height"])) < 0.2
+    assert charts.run_outcomes(days) == ["failure", "success", "queued", "weird<"]  # type: ignore[arg-type]
+    assert [t.text for t in chart.find_all("text", cls="axis")][2:] == ["Mar 01"]

@@ -173,6 +173,15 @@ def test_runs_newest_first_with_findings(reader: Client, seeded: Seed) -> None:
     assert PRIVATE_TITLE in rows[0].text
     filtered = reader.page(f"/runs?repo={PUBLIC}&pr=10").find_all("tr", cls="run")
     assert [int(row["data-run-id"]) for row in filtered] == [seeded.runs["incident"]]
+    # outcomes over time: the month's runs stacked by outcome, a legend naming each outcome drawn
+    segments = page.one("svg", id="chart-runs-over-time").find_all("rect", cls="seg")
+    assert sum(int(seg["data-value"]) for seg in segments) == 2
+    drawn = [seg["data-outcome"] for seg in segments]
+    assert "failure" in drawn and "run-failure" in segments[drawn.index("failure")].classes
+    legend = [item.text for item in page.one("ul", id="run-outcomes").find_all("li")]
+    assert sorted(legend) == sorted(set(drawn))
+    public = reader.page(f"/runs?repo={PUBLIC}").one("svg", id="chart-runs-over-time")
+    assert [seg["data-outcome"] for seg in public.find_all("rect", cls="seg")] == ["failure"]
     assert reader.page(f"/runs?repo={PUBLIC}&pr=11").one(id="empty")
 
 

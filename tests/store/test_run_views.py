@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta, timezone
 
+import pytest
 from sqlalchemy.orm import Session
 
 from app.analysis.core.model import Finding
 from app.store.models import TriageRun
-from app.store.queries import finish_run, list_runs, run_with_suites, start_run
+from app.store.queries import finish_run, list_runs, run_with_suites, runs_over_time, start_run
 
 from .factories import Factory
 
@@ -63,3 +64,26 @@ def test_run_pages_are_stable(session: Session, make: Factory) -> None:
         if cursor is None:
             break
     assert seen == expected
+
+
+def test_runs_over_time_count_each_utc_day_by_outcome(session: Session, make: Factory) -> None:
+    blocked = run_at(session, make, 1, 0)  # March 1st, 12:00
+    passed = run_at(session, make, 2, 60)
+    finish_run(session, run_id=blocked.id, conclusion="failure", summary={}, suites=[], findings=[])
+    finish_run(session, run_id=passed.id, conclusion="success", summary={}, suites=[], findings=[])
+    late = run_at(session, make, 3, 0)  # 23:30 at UTC-2 on March 2nd is 01:30 UTC on the 3rd
+    late.created_at = datetime(2026, 3, 2, 23, 30, tzinfo=timezone(timedelta(hours=-2)))
+    queued = run_at(session, make, 4, 0)
+    queued.created_at = datetime(2026, 3, 3, 8, 0, tzinfo=UTC)
+    run_at(session, make, 5, 0).created_at = datetime(2026, 3, 5, tzinfo=UTC)  # after the chart
+    elsewhere = run_at(session, make, 6, 0, repo="acme/gadgets")
+    finish_run(session, run_id=elsewhere.id, conclusion="failure", summary={}, suites=[], findings=[])
+    session.flush()
+    chart = runs_over_time(session, start=date(2026, 3, 1), end=date(2026, 3, 3), repo="acme/widgets")
+    assert chart == [{"day": date(2026, 3, 1), "outcomes": {"failure": 1, "success": 1}},
+                     {"day": date(2026, 3, 2), "outcomes": {}},
+                     {"day": date(2026, 3, 3), "outcomes": {"queued": 2}}]
+    everywhere = runs_over_time(session, start=date(2026, 3, 1), end=date(2026, 3, 1))
+    assert everywhere == [{"day": date(2026, 3, 1), "outcomes": {"failure": 2, "success": 1}}]
+    with pytest.raises(ValueError):
+        runs_over_time(session, start=date(2026, 3, 3), end=date(2026, 3, 1))
