@@ -35,6 +35,7 @@ from app.analysis.core.model import Suite
 from app.analysis.core.policy import Policy, load_policy
 from app.analysis.verdict.report import CheckReport
 from app.engine.check_steps import compare_trees, run_check
+from app.engine.environments import prepare
 from app.engine.suite_validation import trace_lines, validate_revision
 from benchmarks.generate import DEFAULT_SEED, VALIDATOR_PATH, Manifest, generate_pair
 from benchmarks.twin.selfcheck import import_seconds
@@ -145,9 +146,11 @@ class Bench:
         )
         return report
 
-    def naive(self, suites: list[Suite], sample: int, seed: int) -> tuple[list[float], dict[str, str]]:
+    def naive(self, suites: list[Suite], sample: int, seed: int,
+              cache_dir: Path) -> tuple[list[float], dict[str, str]]:
         """Seconds per (suite, revision) with a one-suite job each; outcomes keyed 'revision suite-id'."""
-        return naive_runs(self.manifest.base, self.manifest.head, self.policy, suites, sample, seed, self.log)
+        return naive_runs(self.manifest.base, self.manifest.head, self.policy, suites, sample, seed,
+                          cache_dir, self.log)
 
 
 def naive_runs(
@@ -157,19 +160,25 @@ def naive_runs(
     suites: list[Suite],
     sample: int,
     seed: int,
+    cache_dir: Path,
     log: Callable[[str], None],
 ) -> tuple[list[float], dict[str, str]]:
     """The naive way: `validate_revision` with a one-suite job (a fresh sandboxed harness) per sampled
-    suite and revision; seconds per run, outcomes keyed 'revision suite-id'. Shared with bench_real."""
+    suite and revision; seconds per run, outcomes keyed 'revision suite-id'. The analysis environment is
+    the one the checks built in CACHE_DIR (a policy with harness.requirements has none elsewhere), looked
+    up before the clock starts. Shared with bench_real."""
     diff, head_sources = compare_trees(base, head)
     trace = trace_lines(diff, policy, head_sources)
     chosen = random.Random(seed).sample(suites, min(sample, len(suites)))
+    revisions = [(name, tree, traced, prepare(policy.harness, tree, cache_dir))
+                 for name, tree, traced in (("base", base, {}), ("head", head, trace))]
     seconds: list[float] = []
     outcomes: dict[str, str] = {}
     for index, suite in enumerate(chosen, 1):
-        for revision, tree, traced in (("base", base, {}), ("head", head, trace)):
+        for revision, tree, traced, interpreter in revisions:
             started = time.perf_counter()
-            results, _ = validate_revision(tree, policy, [suite], trace=traced, allow_unsandboxed=False)
+            results, _ = validate_revision(tree, policy, [suite], trace=traced, allow_unsandboxed=False,
+                                           interpreter=interpreter)
             seconds.append(time.perf_counter() - started)
             outcomes[f"{revision} {suite.id}"] = results[suite.id].outcome.outcome
         log(f"  naive {index}/{len(chosen)}: {suite.id} {seconds[-2]:.2f} s + {seconds[-1]:.2f} s")
@@ -244,7 +253,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             [bench.reports[-1]["wall_s"]],
             note=f"capture cached: {new_head_report.capture_cached}",
         )
-        seconds, outcomes = bench.naive(list(last.matrix.suites), args.naive_sample, args.seed)
+        seconds, outcomes = bench.naive(list(last.matrix.suites), args.naive_sample, args.seed,
+                                        work / f"cache-{args.repeat - 1}")
         bench.warnings += _consistent(outcomes, last)
         per_suite = statistics.median(seconds)
         count = len(last.matrix.suites)

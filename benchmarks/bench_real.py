@@ -165,7 +165,7 @@ def measure_naive(bench: Bench, policy: Policy, cache_dir: Path, sample: int,
     _, base = cached_tree(bench.clone, BASE, cache_dir)
     _, head = cached_tree(bench.clone, HEAD, cache_dir)
     matrix, _ = capture_matrix(head, policy, cache_dir=cache_dir)
-    seconds, outcomes = naive_runs(base, head, policy, list(matrix.suites), sample, seed, log)
+    seconds, outcomes = naive_runs(base, head, policy, list(matrix.suites), sample, seed, cache_dir, log)
     bench.warnings += consistent(outcomes, bench.last)
     per_suite, count = statistics.median(seconds), len(matrix.suites)
     note = (f"extrapolated: median {per_suite:.2f} s per suite-revision over {len(seconds)} one-suite jobs "

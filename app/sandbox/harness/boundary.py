@@ -1,6 +1,7 @@
 """Training boundaries: the first call that needs what CI has and the sandbox has not ends the run there.
 
-Runs INSIDE the sandbox next to the repository's code: imports nothing of `app`, only the standard library.
+Runs INSIDE the sandbox next to the repository's code: imports nothing of `app`, only the standard library
+and a sibling harness module.
 A CI launch's own entry point, run in the sandbox, parses and validates its configuration and then starts
 training: a process group, a device, a Ray cluster, weights, a dataset, a server. None of that exists here,
 and all of it comes after validation. So each such call raises `TrainingBoundary` (a BaseException: the
@@ -24,7 +25,12 @@ import sys
 import types
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # inside the sandbox the harness directory is on sys.path, siblings are top-level modules
+    from app.sandbox.harness import repoline
+else:
+    import repoline
 
 CallCheck = Callable[[tuple[Any, ...], dict[str, Any]], bool]
 PROCESS_GROUP = "a process group needs the other ranks CI starts"
@@ -180,18 +186,8 @@ def reached() -> tuple[TrainingBoundary, tuple[str | None, int | None]] | None:
 def cross(name: str, why: str) -> TrainingBoundary:
     """The exception to raise at boundary `name`, noted as reached (the repository may catch it)."""
     stop = TrainingBoundary(name, why)
-    _reached.append((stop, _caller_in_repository()))
+    _reached.append((stop, repoline.repository_line(sys._getframe(1), _repo_prefix)))
     return stop
-
-
-def _caller_in_repository() -> tuple[str | None, int | None]:
-    frame: types.FrameType | None = sys._getframe(2)
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        if _repo_prefix and filename.startswith(_repo_prefix):
-            return filename[len(_repo_prefix):], frame.f_lineno
-        frame = frame.f_back
-    return None, None
 
 
 def _patch(module: types.ModuleType) -> None:

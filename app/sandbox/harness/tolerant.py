@@ -19,13 +19,13 @@ import shutil
 import sys
 import types
 from collections.abc import Callable, Iterable
-from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # inside the sandbox the harness directory is on sys.path, siblings are top-level modules
-    from app.sandbox.harness import memo, stubs
+    from app.sandbox.harness import memo, repoline, stubs
 else:
     import memo
+    import repoline
     import stubs
 
 _NUMBER = re.compile(r"^-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
@@ -161,18 +161,8 @@ def _namespace_miss(self: argparse.Namespace, name: str) -> Any:
     if name in ledger.learned:
         return ledger.learned[name]
     error = AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'", name=name, obj=self)
-    error.__prtriage_where__ = _repository_location(caller)  # type: ignore[attr-defined]
+    error.__prtriage_where__ = repoline.repository_line(caller, ledger.repo_prefix)  # type: ignore[attr-defined]
     raise error
-
-
-def _repository_location(frame: FrameType | None) -> tuple[str | None, int | None]:
-    prefix = ledger.repo_prefix
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        if prefix and filename.startswith(prefix):
-            return filename[len(prefix):], frame.f_lineno
-        frame = frame.f_back
-    return None, None
 
 
 def learn_ahead(names: Iterable[str]) -> None:
