@@ -588,6 +588,24 @@ def test_hydra_application_started_by_workflow_steps_shape(tmp_path: Path) -> No
     parse_policy(render(starter), "starter")
 
 
+def test_the_hydra_shape_makes_hydra_real_even_where_init_runs_without_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # from a plain install (no Hydra beside prtriage) the verl-shaped starter stubbed hydra: every suite's
+    # `@hydra.main` entry failed to import, 0% accepted
+    import importlib.metadata
+
+    from app.analysis.starter import starter_tree
+
+    monkeypatch.setattr(starter_tree, "installed", lambda name: False)
+    monkeypatch.setattr(importlib.metadata, "packages_distributions", lambda: {})
+    root = verl_shaped(tmp_path)
+    (root / "requirements.txt").write_text("hydra-core==1.3.2\n")
+    starter = detect(root)
+    assert starter.policy["validation"]["entry"] == "verl.trainer.main_ppo:main"
+    assert "hydra" in starter.policy["harness"]["real_packages"]
+    assert "hydra-core==1.3.2" in starter.policy["harness"]["requirements"]
+
+
 def test_init_on_the_hydra_twin_sees_what_its_policy_sees(tmp_path: Path, prtriage_cache: Path) -> None:
     from test_workflow_steps import verl_shaped_policy
 

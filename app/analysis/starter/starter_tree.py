@@ -129,9 +129,11 @@ def requirements_for(real: list[str], root: Path) -> list[str]:
 
 
 def packages_harness(root: Path, used: list[Module], modules: dict[str, Module]) -> dict[str, Any]:
-    """The harness's packages: the real ones the USED modules import that this machine has, with the
-    requirements that install them; any other missing module stubbed."""
-    real = real_packages(used, modules)
+    """The harness's packages: the real ones the USED modules import that this machine has, and the
+    configuration stack they import whether or not it has it (a stubbed Hydra or pydantic validates
+    nothing, and what runs `init` decides nothing of CI's environment), with the requirements that install
+    them; any other missing module stubbed."""
+    real = sorted({*real_packages(used, modules), *config_stack(used)})
     return {"stub_missing_modules": True, "real_packages": real, "requirements": requirements_for(real, root)}
 
 
