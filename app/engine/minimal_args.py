@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -32,17 +33,13 @@ from app.analysis.verdict.minimal import (
     option,
     split_arguments,
 )
-from app.engine.suite_validation import validate_revision, validation_workers
+from app.engine.suite_validation import validate_revision
 from app.sandbox.interpreter import Interpreter
 from app.sandbox.runner import SandboxSpec, run_harness
 
 log = logging.getLogger(__name__)
 ROUNDS = 8
 SECONDS = 60.0
-# The check validates its two revisions at once (check_steps._validate_both), each sandbox forking
-# validation_workers() suites at a time; the search, one sandbox, forks as many sets at once as the check
-# had suites running, so that a set and a suite get the same share of the machine.
-CHECK_SANDBOXES = 2
 
 Validate = Callable[[list[Suite]], Mapping[str, SuiteResult]]
 
@@ -99,7 +96,7 @@ def in_the_warm_leader(head_tree: Path, policy: Policy, *, allow_unsandboxed: bo
     def run(searches: list[_Search], rounds: int, seconds: float) -> None:
         by_id = {search.suite.id: search for search in searches}
         job = {"policy": _outcomes_only(policy).model_dump(mode="json", by_alias=True),
-               "workers": CHECK_SANDBOXES * validation_workers(), "trace": {},
+               "workers": os.cpu_count() or 1, "trace": {},
                "suites": [_searched(search) for search in searches],
                "minimal": {"rounds": rounds, "seconds": seconds}}
         started = time.monotonic()

@@ -24,18 +24,13 @@ from app.sandbox.runner import SandboxSpec, run_harness
 log = logging.getLogger(__name__)
 
 
-def validation_workers() -> int:
-    """How many suites one revision's harness runs at once (a fork each)."""
-    return os.cpu_count() or 1
-
-
 def validate_revision(tree: Path, policy: Policy, suites: Iterable[Suite], *, trace: Mapping[str, list[int]],
                       allow_unsandboxed: bool, on_progress: OnProgress | None = None,
                       interpreter: Interpreter | None = None) -> tuple[dict[str, SuiteResult], bool]:
     """Every suite's result at this revision, and whether the harness ran sandboxed; INTERPRETER is the
     analysis environment (default: the one the policy declares, in $PRTRIAGE_ENV_DIR)."""
     suites = list(suites)
-    job = {"policy": policy.model_dump(mode="json", by_alias=True), "workers": validation_workers(),
+    job = {"policy": policy.model_dump(mode="json", by_alias=True), "workers": os.cpu_count() or 1,
            "suites": [s.to_json() for s in suites], "trace": {p: sorted(ls) for p, ls in trace.items()}}
     spec = SandboxSpec(program="validate.py", repo_dir=tree, job=job, limits=policy.harness.limits,
                        allow_unsandboxed=allow_unsandboxed,
