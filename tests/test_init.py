@@ -684,6 +684,18 @@ def test_refine_pins_asked_package_versions_and_replaces_a_function_failing_on_a
     assert refine(refined, suites, health, tmp_path).rounds[-1] == []
 
 
+def test_refine_pins_a_version_the_code_looked_up_and_found_none(tmp_path: Path) -> None:
+    # verl: `importlib.metadata.version("vllm")` caught as None, then "vllm version None not supported"
+    starter = detect(megatron_shaped(tmp_path))
+    write(tmp_path, {"pyproject.toml": 'dependencies = ["vllm>=0.8.5,<=0.12.0"]\n'})
+    suite = Suite("a", "r", ("--x",), entry="pretrain_gpt.py")
+    outcome = Outcome("error", "ValueError", "vllm version None not supported and SGLang also not Found. "
+                      "Currently supported vllm versions are 0.7.0+", "verl/third_party/vllm/__init__.py", 37)
+    health = assess(Matrix((suite,), scripts=1, captured=1), {"a": SuiteResult("a", outcome)}, {}, {})
+    refined = refine(starter, (suite,), health, tmp_path)
+    assert refined.policy["harness"]["stub_attributes"]["vllm.__version__"] == "0.12.0"
+
+
 def test_the_starter_pins_its_real_packages_as_the_analysis_environments_requirements(tmp_path: Path) -> None:
     """The distribution of each real package, at the version the tree's dependency files fix for CI, else
     at the one this machine has; a package no distribution provides is left out."""

@@ -562,11 +562,14 @@ def _package_versions(starter: Starter, root: Path, errors: list[str]) -> list[s
     attributes = starter.policy["harness"].get("stub_attributes", {})
     changes = []
     for text in errors:
-        if not re.search(r"PackageNotFoundError|No package metadata|required .*version", text, re.I):
+        # "vllm version None not supported": the code's own lookup caught PackageNotFoundError
+        asked = r"PackageNotFoundError|No package metadata|required .*version|\bversion None\b"
+        if not re.search(asked, text, re.I):
             continue
-        # the package as the error names it: quoted, after "found for", or a distribution-like name
-        words = re.findall(r"'([\w.-]+)'|found for ([\w.-]+)|(?<![\w./-])([a-z][a-z0-9]*(?:[-_][a-z0-9]+)+)",
-                           text)
+        # the package as the error names it: quoted, after "found for", before "version None", or a
+        # distribution-like name
+        words = re.findall(r"'([\w.-]+)'|found for ([\w.-]+)|([\w.-]+) version None\b"
+                           r"|(?<![\w./-])([a-z][a-z0-9]*(?:[-_][a-z0-9]+)+)", text)
         for distribution in dict.fromkeys(words):
             name = next(filter(None, distribution))
             module = name.replace("-", "_").lower()
