@@ -352,7 +352,12 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def progress_line(index: int, total: int, row: dict[str, Any]) -> str:
-    share = "no report" if row["accepted_share"] is None else f"base accepts {row['accepted_share']:.0%}"
+    if row.get("validation_changed") is False:
+        share = "untouched (check's fast path)"
+    elif row["accepted_share"] is None:
+        share = "not analysed"
+    else:
+        share = f"base accepts {row['accepted_share']:.0%}"
     return (f"[{index}/{total}] {row['sha'][:12]} exit {row['exit']}, {row['suites']} suites, {share}, "
             f"{len(row['findings'])} findings, {row['seconds']:.1f} s: {row['subject'][:60]}")
 
