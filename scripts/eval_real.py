@@ -225,8 +225,9 @@ def fixed_at_head(row: dict[str, Any]) -> int:
 
 
 def below(row: dict[str, Any]) -> bool:
-    """An analysed commit (or one without a report) whose base accepts under 95%; untouched ones are not."""
-    if row.get("validation_changed") is False:
+    """An analysed commit whose base accepts under 95%; untouched ones and those without a report (counted
+    apart) are not."""
+    if row.get("validation_changed") is False or "failure" in row:
         return False
     return row["accepted_share"] is None or row["accepted_share"] < GOOD_SHARE
 
@@ -271,11 +272,11 @@ def table(rows: list[dict[str, Any]], total: dict[str, Any]) -> str:
             for why, n in c["not_captured"].items():
                 regrouped[reason_kind(why)] += n
             lines += [f"{'':>47}not captured x{n}: {why}" for why, n in regrouped.most_common()]
+        if "failure" in r:
+            lines.append(f"{'':>47}not analysed: {r['failure'][-300:]}")
         if below(r):
             lines += [f"{'':>47}base error x{e['count']}: {e['error'][:160]}"
                       for e in r.get("base_errors", [])]
-            if "failure" in r:
-                lines.append(f"{'':>47}no report: {r['failure'][-300:]}")
     lines += ["", f"{total.get('analysed', '?')} analysed by check, {total.get('untouched', '?')} left "
               f"untouched, {total.get('no_report', '?')} without a report; blocking findings: "
               f"{total.get('blocking', '?')}"]

@@ -104,3 +104,18 @@ def test_evenly_on_larger_lists() -> None:
     assert evenly(list(range(100)), 10) == [0, 11, 22, 33, 44, 55, 66, 77, 88, 99]
     assert evenly(list(range(7)), 1) == [3]
     assert evenly(list(range(5)), 0) == [0, 1, 2, 3, 4]
+
+
+def test_overall_counts_checks_own_decision_apart() -> None:
+    """Untouched commits and commits without a report are neither analysed nor below 95%."""
+    row = {"sha": "a" * 40, "exit": 0, "seconds": 1.0, "suites": 0, "accepted_share": None, "findings": []}
+    finding = {"kind": "new_rejection", "severity": "blocking", "where": "x.py:3", "suites": 2}
+    rows = [{**row, "validation_changed": False},
+            {**row, "exit": 3, "failure": "analysis: no CI suite captured"},
+            {**row, "exit": 1, "validation_changed": True, "suites": 4, "base_accepted": 4,
+             "accepted_share": 1.0, "findings": [finding]}]
+    total = eval_real().overall(rows)
+    assert (total["analysed"], total["untouched"], total["no_report"]) == (1, 1, 1)
+    assert total["below_95"] == [] and total["base_acceptance_at_least_95"] == 1
+    assert total["blocking"] == [{"sha": "a" * 12, "kind": "new_rejection", "where": "x.py:3"}]
+    assert total["exit_statuses"] == {"0": 1, "3": 1, "1": 1}
