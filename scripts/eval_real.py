@@ -30,7 +30,10 @@ keeps only commits touching the listed paths (the former selection). Then `--lim
 for the same selection, no randomness), and `--newest-first` reverses the order.
 
 Policy. `--policy FILE` is read once, from the file given (default: the built-in radixark/miles policy of
-this checkout), and passed to every `check`: it is not the built-in policy as it stood at each base. A
+this checkout), and passed to every `check`: it is not the built-in policy as it stood at each base. With
+`--repository OWNER/NAME` instead, `check` chooses at each base as the App does: the base's own
+`.github/pr-triage.yml` when it has one, else this checkout's built-in policy for OWNER/NAME (still today's
+file, not the one of the base's date: built-in policies live in this project, not in the repository). A
 policy's snapshot date is that of this checkout's file; the history before it is what it was not tuned on.
 
 For each selected commit, runs `prtriage check --repo REPO --base <parent> --head <commit> --format json` (one
@@ -58,7 +61,7 @@ from pathlib import Path
 from typing import Any
 
 from app.analysis.core.model import Outcome
-from app.analysis.core.policy import POLICIES_DIR, Policy, load_policy
+from app.analysis.core.policy import POLICIES_DIR, Policy, builtin_policy, load_policy
 from app.analysis.verdict.health import BaseFailure, describe, group_errors
 
 POLICY = POLICIES_DIR / "radixark" / "miles.yml"
@@ -117,10 +120,26 @@ def evenly(items: list[Commit], n: int) -> list[Commit]:
     return [items[round(i * step)] for i in range(n)]
 
 
-def check(repo: Path, commit: Commit, policy_path: Path, cache_dir: Path, timeout: float,
+def policy_options(args: argparse.Namespace) -> list[str]:
+    """`--repository` lets `check` choose at each base (the base's own policy file, else the built-in one);
+    otherwise the one file given judges every commit."""
+    if args.repository:
+        return ["--repository", args.repository]
+    return ["--policy", str(args.policy)]
+
+
+def selection_policy(args: argparse.Namespace) -> Policy:
+    """The policy whose listed paths select commits: the file given, or the repository's built-in one."""
+    if args.repository:
+        owner, _, name = args.repository.partition("/")
+        return load_policy(builtin_policy(owner, name))
+    return load_policy(args.policy)
+
+
+def check(repo: Path, commit: Commit, policy: list[str], cache_dir: Path, timeout: float,
           exclude: list[str]) -> tuple[int | None, dict[str, Any] | None, str, float]:
     """Exit status (None on timeout), the JSON report (None without one), stderr's tail, seconds."""
-    options = ["--policy", str(policy_path), "--format", "json", "--cache-dir", str(cache_dir),
+    options = [*policy, "--format", "json", "--cache-dir", str(cache_dir),
                "--no-progress"]
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="eval-trees-") as trees:
@@ -182,7 +201,7 @@ def findings(report: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def evaluate(repo: Path, commit: Commit, args: argparse.Namespace, cache_dir: Path) -> dict[str, Any]:
-    status, report, stderr, seconds = check(repo, commit, args.policy, cache_dir, args.timeout,
+    status, report, stderr, seconds = check(repo, commit, policy_options(args), cache_dir, args.timeout,
                                             args.exclude_path)
     row: dict[str, Any] = {"sha": commit.sha, "parent": commit.parent, "subject": commit.subject,
                            "exit": status, "seconds": round(seconds, 1)}
@@ -313,6 +332,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--newest-first", action="store_true", help="check the newest commit first")
     parser.add_argument("--policy", type=Path, default=POLICY,
                         help="the policy file given, read once (not the built-in one as it was at each base)")
+    parser.add_argument("--repository", metavar="OWNER/NAME",
+                        help="instead of --policy: check picks at each base (the base's own "
+                             ".github/pr-triage.yml, else this checkout's built-in policy for OWNER/NAME)")
     parser.add_argument("--cache-dir", type=Path, help="shared by every check (default: a temp dir)")
     parser.add_argument("--exclude-path", action="append", default=[], metavar="PATH",
                         help="check exported trees without PATH (a blob the clone lacks); repeatable")
@@ -333,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     args.repo = args.repo.resolve()
-    commits = selected_commits(args, load_policy(args.policy))
+    commits = selected_commits(args, selection_policy(args))
     log(f"{len(commits)} first-parent commits of {args.branch} since {args.since} until {args.until} "
         f"selected ({args.select}, sample {args.sample or 'all'})")
     cache_dir = args.cache_dir or Path(tempfile.mkdtemp(prefix="prtriage-eval-"))
@@ -366,7 +388,7 @@ def progress_line(index: int, total: int, row: dict[str, Any]) -> str:
 def write(args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:
     result = {"command": " ".join(sys.argv), "repo": str(args.repo), "branch": args.branch,
               "since": args.since, "until": args.until,
-              "select": args.select, "sample": args.sample, "policy": str(args.policy),
+              "select": args.select, "sample": args.sample, "policy": args.repository or str(args.policy),
               "overall": overall(rows), "commits": rows}
     args.out.write_text(json.dumps(result, indent=1) + "\n")
 

@@ -74,6 +74,15 @@ def select(history: Path, **options: object) -> list[str]:
     return [c.subject for c in module.selected_commits(args, load_policy(POLICY))]
 
 
+def test_repository_lets_check_choose_the_policy_at_each_base() -> None:
+    module = eval_real()
+    by_name = argparse.Namespace(repository="radixark/miles", policy=POLICY)
+    assert module.policy_options(by_name) == ["--repository", "radixark/miles"]
+    assert module.selection_policy(by_name) == load_policy(POLICY)  # its listed paths select commits
+    by_file = argparse.Namespace(repository=None, policy=POLICY)
+    assert module.policy_options(by_file) == ["--policy", str(POLICY)]
+
+
 def test_listed_selection_keeps_the_commits_touching_the_policys_paths(history: Path) -> None:
     # the merge brings train.py onto main: its first-parent diff touches it; the side commit is not on main
     assert select(history, select="listed") == ["listed path", "merge side"]
