@@ -19,7 +19,7 @@ def list_runs(session: Session, *, repo: str | None = None, pr: int | None = Non
     size = page_size(limit)
     query = _runs_query()
     if repo is not None:
-        query = query.where(PullRequest.repository_id.in_(repository_ids(repo)))
+        query = query.where(TriageRun.repository_id.in_(repository_ids(repo)))
     if pr is not None:
         query = query.where(PullRequest.number == pr)
     if cursor is not None:
