@@ -190,7 +190,8 @@ def _references(total: int) -> Iterator[dict[str, Any]]:
 def _runs(rng: random.Random, total: int, pulls: int) -> Iterator[dict[str, Any]]:
     for run_id in range(1, total + 1):
         created = _moment(rng)
-        yield {"id": run_id, "pull_request_id": 1 + run_id % pulls, "head_sha": f"{run_id:040x}",
+        yield {"id": run_id, "pull_request_id": 1 + run_id % pulls,
+               "repository_id": 1 + (1 + run_id % pulls) % BASE_REPOSITORIES, "head_sha": f"{run_id:040x}",
                "base_sha": "b" * 40, "status": "completed",
                "conclusion": "failure" if run_id % 5 == 0 else "success",
                "created_at": created, "started_at": created, "finished_at": created + timedelta(seconds=30)}

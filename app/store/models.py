@@ -148,10 +148,14 @@ class TriageRun(Base):
     __tablename__ = "triage_runs"
     __table_args__ = (Index("ix_triage_runs_pull_request_id_created_at", "pull_request_id", "created_at"),
                       Index("ix_triage_runs_created_at_id", "created_at", "id"),
-                      Index("ix_triage_runs_status", "status"))
+                      Index("ix_triage_runs_status", "status"),
+                      Index("ix_triage_runs_repository_id_created_at_id", "repository_id", "created_at",
+                            "id"))
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     pull_request_id: Mapped[int] = mapped_column(ForeignKey("pull_requests.id"))
+    # the pull request's, kept here so that a repository's newest runs are one index range (migration 0009)
+    repository_id: Mapped[int] = mapped_column(ForeignKey("repositories.id"))
     head_sha: Mapped[str] = mapped_column(SHA)
     base_sha: Mapped[str] = mapped_column(SHA)
     status: Mapped[RunStatus] = mapped_column(choice("run_status", literal_values(RunStatus)),

@@ -21,7 +21,11 @@ def list_runs(session: Session, *, repo: str | None = None, pr: int | None = Non
     size = page_size(limit)
     query = _runs_query()
     if repo is not None:
-        query = query.where(PullRequest.repository_id.in_(repository_ids(repo)))
+        # the ids first: with one, `=` lets both backends read (repository_id, created_at, id) newest first
+        # and stop at the page; SQLite sorted all of a repository's runs for an IN of a subquery (75 ms)
+        ids = list(session.scalars(repository_ids(repo)))
+        query = query.where(TriageRun.repository_id == ids[0] if len(ids) == 1
+                            else TriageRun.repository_id.in_(ids))
     if pr is not None:
         query = query.where(PullRequest.number == pr)
     if cursor is not None:

@@ -28,15 +28,15 @@ def start_run(session: Session, *, pr: PullRequest | int, head_sha: str, base_sh
     """A queued run for `head_sha`; the PR's queued and running runs become superseded by it."""
     pr_id = pr if isinstance(pr, int) else pr.id
     # Lock the PR row so two starts for one PR take turns (PostgreSQL; SQLite's write lock already does).
-    get_or_raise(session, PullRequest, pr_id, lock=True)
+    pull = get_or_raise(session, PullRequest, pr_id, lock=True)
     now = utcnow()
     older = list(session.scalars(select(TriageRun).where(TriageRun.pull_request_id == pr_id,
                                                          TriageRun.status.in_(ACTIVE))))
     for run in older:
         run.status, run.conclusion, run.finished_at = "superseded", "cancelled", now
         run.superseded_by = head_sha
-    run = TriageRun(pull_request_id=pr_id, head_sha=head_sha, base_sha=base_sha, status="queued",
-                    created_at=now, lease_until=now + HANDOVER)
+    run = TriageRun(pull_request_id=pr_id, repository_id=pull.repository_id, head_sha=head_sha,
+                    base_sha=base_sha, status="queued", created_at=now, lease_until=now + HANDOVER)
     session.add(run)
     session.flush()
     return StartedRun(run, older)

@@ -64,7 +64,10 @@ def _sqlite_on_begin(connection: Any) -> None:
     # IMMEDIATE takes the write lock up front, waiting up to the busy timeout. A deferred transaction that
     # reads and then writes fails at once with SQLITE_BUSY when another writer committed in between.
     # A read-only one (the dashboard) reads a WAL snapshot and need not wait for writers.
-    read_only = connection.get_execution_options().get(READ_ONLY, False)
+    options = connection.get_execution_options()
+    if options.get("isolation_level") == "AUTOCOMMIT":  # a migration's pragma, obeyed outside a transaction
+        return
+    read_only = options.get(READ_ONLY, False)
     connection.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
 
 

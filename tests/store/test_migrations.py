@@ -29,7 +29,7 @@ def test_migrated_schema_equals_the_models(empty_database_url: str, tmp_path: Pa
     monkeypatch.chdir(tmp_path)  # `prtriage db upgrade` runs from anywhere
     assert current_revision(empty_database_url) is None
     upgrade(empty_database_url)
-    assert current_revision(empty_database_url) == head_revision() == "0008"
+    assert current_revision(empty_database_url) == head_revision() == "0009"
     assert schema_diff(empty_database_url) == []
 
 
@@ -56,7 +56,7 @@ def test_upgrade_twice_and_downgrade_round_trip(empty_database_url: str) -> None
     assert schema_diff(empty_database_url) == []
 
 
-def test_suite_outcomes_stored_before_0008_get_their_repository(empty_database_url: str) -> None:
+def test_outcomes_and_runs_stored_before_0008_and_0009_get_their_repository(empty_database_url: str) -> None:
     upgrade(empty_database_url, "0007")
     engine = make_engine(empty_database_url)
     now = "2026-12-01 10:00:00"
@@ -81,6 +81,8 @@ def test_suite_outcomes_stored_before_0008_get_their_repository(empty_database_u
     engine = make_engine(empty_database_url)
     with engine.connect() as connection:
         rows = connection.execute(text("SELECT run_id, repository_id FROM suite_outcomes ORDER BY run_id"))
+        assert [tuple(row) for row in rows] == [(1, 11), (2, 12)]
+        rows = connection.execute(text("SELECT id, repository_id FROM triage_runs ORDER BY id"))
         assert [tuple(row) for row in rows] == [(1, 11), (2, 12)]
     engine.dispose()
     assert schema_diff(empty_database_url) == []

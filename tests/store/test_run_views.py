@@ -53,6 +53,18 @@ def test_filters_by_repository_and_pull_request(session: Session, make: Factory)
     assert list_runs(session, repo="acme/widgets", pr=1)[0][1]["status"] == "superseded"
 
 
+def test_a_name_two_repositories_had_lists_the_runs_of_both(session: Session, make: Factory) -> None:
+    old = run_at(session, make, 1, 0, repo="acme/Widgets")  # a repository deleted, its name taken again
+    new = run_at(session, make, 1, 5)
+    run_at(session, make, 1, 10, repo="acme/gadgets")
+    assert old.repository_id != new.repository_id  # each run names its own pull request's repository
+    assert [new.repository_id, old.repository_id] == [make.pull_request(session, 1).repository_id,
+                                                      make.pull_request(session, 1, repo="acme/Widgets")
+                                                      .repository_id]
+    assert [i["id"] for i in list_runs(session, repo="acme/widgets")[0]] == [new.id, old.id]
+    assert list_runs(session, repo="acme/nothing") == ([], None)
+
+
 def test_run_pages_are_stable(session: Session, make: Factory) -> None:
     runs = [run_at(session, make, n, n // 2) for n in range(11)]  # pairs share a creation time
     expected = [r.id for r in sorted(runs, key=lambda r: (r.created_at, r.id), reverse=True)]
