@@ -114,6 +114,21 @@ def test_reads_of_what_a_stubbed_parser_may_define_are_counted_as_blindness() ->
     assert assess(m, base, head, {}).stubbed_parser_reads == ()
 
 
+def test_assumed_values_are_listed_with_their_suites_at_each_revision() -> None:
+    m = matrix(2)
+    [first, second] = [s.id for s in m.suites]
+    assumed = LearnedAttribute("sglang_data_parallel_size", ARGS, 9, upstream=True, assumed=True, value=1)
+    policy_default = LearnedAttribute("sglang_dp_size", ARGS, 10, upstream=True)
+    base = {first: SuiteResult(first, ACCEPTED, learned=(assumed, policy_default)),
+            second: SuiteResult(second, ACCEPTED, learned=(policy_default,))}
+    head = {s.id: SuiteResult(s.id, ACCEPTED, learned=(assumed,)) for s in m.suites}
+    health = assess(m, base, head, {})
+    assert health.could_analyse
+    assert health.to_json()["assumed"] == [
+        {"name": "sglang_data_parallel_size", "value": 1, "base_suites": 1, "head_suites": 2}]
+    assert assess(m, results(m), results(m), {}).assumed == ()
+
+
 def test_base_errors_are_grouped_by_exception_and_line_most_common_first() -> None:
     m = matrix(5)
     health = assess(m, results(m, STUB, NO_FILE, NO_FILE_B, STUB, NO_FILE), results(m), {})
@@ -223,7 +238,7 @@ def test_json_of_a_healthy_analysis_is_complete() -> None:
         "errors": [{**NO_FILE.to_json(), "count": 1}],
         "base_failures": [{"suite": "s2", **NO_FILE.to_json()}],
         "fixed_at_head": 1, "suspect_base": False, "lines_changed": True, "lines_reached": True,
-        "stubbed_parser_reads": [], "drift": [],
+        "stubbed_parser_reads": [], "drift": [], "assumed": [],
     }
 
 

@@ -138,9 +138,18 @@ def health_line(health: Health | None) -> str:
             f"({_plural(common.count, 'suite')})")
 
 
+def assumed_line(health: Health) -> str:
+    """'assumed 3 options a stubbed upstream parser may define (…): sglang_data_parallel_size=1, …'."""
+    names = ", ".join(each.describe() for each in health.assumed)
+    return (f"assumed {_plural(len(health.assumed), 'option')} a stubbed or replaced upstream parser may "
+            f"define (no parser here does; neutral by name): {names}")
+
+
 def health_text(health: Health | None) -> list[str]:
     """The health block of the terminal report: when blind, why, the base's errors and every suite."""
     lines = [health_line(health)]
+    if health is not None and health.assumed:
+        lines.append(assumed_line(health))
     if health is None or health.could_analyse:
         return lines
     lines.append(f"could not analyse: {health.reason}")
