@@ -8,7 +8,7 @@ import pytest
 
 from app.analysis.core.model import CaptureFailure, LearnedAttribute, Matrix, Outcome, Suite, SuiteResult
 from app.analysis.core.policy import PolicyError, parse_policy
-from app.analysis.verdict.health import assess, describe, summary_line, where
+from app.analysis.verdict.health import assess, assumed_line, describe, summary_line, where
 
 ARGS = "pkg/arguments.py"
 ACCEPTED = Outcome("accepted")
@@ -126,6 +126,8 @@ def test_assumed_values_are_listed_with_their_suites_at_each_revision() -> None:
     assert health.could_analyse
     assert health.to_json()["assumed"] == [
         {"name": "sglang_data_parallel_size", "value": 1, "base_suites": 1, "head_suites": 2}]
+    assert assumed_line(health) == ("assumed 1 option a stubbed or replaced upstream parser may define (no "
+                                    "parser here does; neutral by name): sglang_data_parallel_size=1")
     assert assess(m, results(m), results(m), {}).assumed == ()
 
 

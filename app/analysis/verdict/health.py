@@ -238,6 +238,14 @@ def _seen(health: Health) -> str:
             f"({_percent(health.accepted_share)})")
 
 
+def assumed_line(health: Health) -> str:
+    """'assumed 3 options a stubbed or replaced upstream parser may define (…): sglang_dp_size=1, …'."""
+    count = len(health.assumed)
+    names = ", ".join(each.describe() for each in health.assumed)
+    return (f"assumed {count} option{'' if count == 1 else 's'} a stubbed or replaced upstream parser may "
+            f"define (no parser here does; neutral by name): {names}")
+
+
 def summary_line(health: Health) -> str:
     """'59 suites from 46 of 75 scripts (13 disabled, …); base accepts 57/59 (96.6%), rejects 2, errors 0'."""
     counts = [(len(health.disabled), "disabled"), (len(health.no_entry), "launch no entry"),

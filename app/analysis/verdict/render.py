@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from app.analysis.core.model import Finding
-from app.analysis.verdict.health import Health, describe, summary_line
+from app.analysis.verdict.health import Health, assumed_line, describe, summary_line
 from app.analysis.verdict.report import CheckReport
 
 Format = Literal["text", "json", "markdown"]
@@ -136,13 +136,6 @@ def health_line(health: Health | None) -> str:
     common = health.errors[0]
     return (f"health: {summary_line(health)}; most common base error: {describe(common.example)} "
             f"({_plural(common.count, 'suite')})")
-
-
-def assumed_line(health: Health) -> str:
-    """'assumed 3 options a stubbed upstream parser may define (…): sglang_data_parallel_size=1, …'."""
-    names = ", ".join(each.describe() for each in health.assumed)
-    return (f"assumed {_plural(len(health.assumed), 'option')} a stubbed or replaced upstream parser may "
-            f"define (no parser here does; neutral by name): {names}")
 
 
 def health_text(health: Health | None) -> list[str]:
