@@ -9,6 +9,7 @@ names today's paths. The real command line, the real sandbox.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -16,7 +17,7 @@ import pytest
 from test_twin_boundary import ARGPARSE_TRAIN, git, write_repo
 from twin.cli import prtriage
 
-from app.trees.renames import renamed_from
+from app.trees.renames import earlier_paths, renamed_from
 
 ARGUMENTS, TRAIN = ARGPARSE_TRAIN.split("\n\ndef main():")
 TRAIN = "import torch\nimport torch.distributed as dist\n\nfrom arguments import parse_args, validate\n\n\n" \
@@ -52,8 +53,8 @@ def commit(repo: Path, message: str) -> str:
 @pytest.fixture
 def moved(tmp_path: Path) -> tuple[Path, str, str]:
     """main: the old layout (tests/test_tp*.py, arguments.py); the change refusing tp 4; the scripts moved
-    to tests/e2e/; moved again to tests/e2e/gpu/ with arguments.py moved to pkg/. Returns the repository,
-    the change's parent and the change."""
+    to tests/e2e/; copied to tests/e2e/gpu/; the copies in tests/e2e/ deleted and arguments.py moved to pkg/.
+    Returns the repository, the change's parent and the change."""
     ci = {f"tests/test_tp{tp}.py": CI_SCRIPT.replace("{tp}", str(tp)) for tp in (2, 4)}
     repo = write_repo(tmp_path, {"arguments.py": ARGUMENTS, "train.py": TRAIN, **ci})
     git(repo, "init", "-q", "-b", "main")
@@ -65,24 +66,34 @@ def moved(tmp_path: Path) -> tuple[Path, str, str]:
     for tp in (2, 4):
         git(repo, "mv", f"tests/test_tp{tp}.py", "tests/e2e/")
     commit(repo, "CI scripts under tests/e2e")
+    # copied to their new place, the old ones deleted a commit later (miles' tests/e2e/image -> long, short)
     (repo / "tests" / "e2e" / "gpu").mkdir()
-    (repo / "pkg").mkdir()
     for tp in (2, 4):
-        git(repo, "mv", f"tests/e2e/test_tp{tp}.py", "tests/e2e/gpu/")
+        shutil.copy(repo / "tests" / "e2e" / f"test_tp{tp}.py", repo / "tests" / "e2e" / "gpu")
+    commit(repo, "CI scripts by runner")
+    for tp in (2, 4):
+        git(repo, "rm", "-q", f"tests/e2e/test_tp{tp}.py")
+    (repo / "pkg").mkdir()
     git(repo, "mv", "arguments.py", "pkg/")
     (repo / "train.py").write_text(TRAIN.replace("from arguments", "from pkg.arguments"))
-    commit(repo, "CI scripts by runner, arguments in pkg")
+    commit(repo, "the old copies gone, arguments in pkg")
     for directory in [tmp_path, *(p for p in repo.rglob("*") if p.is_dir() and ".git" not in p.parts)]:
         directory.chmod(0o755)
     return repo, base, head
 
 
-def test_renames_are_followed_through_each_move(moved: tuple[Path, str, str]) -> None:
+def test_renames_are_followed_through_each_move_and_copies_found(moved: tuple[Path, str, str]) -> None:
     repo, base, _ = moved
+    # commit by commit, the moves alone: the copy-then-delete ends the scripts' chain at the deleted copies
     assert renamed_from(repo, base, "HEAD") == {
-        "tests/e2e/gpu/test_tp2.py": "tests/test_tp2.py", "tests/e2e/gpu/test_tp4.py": "tests/test_tp4.py",
+        "tests/e2e/test_tp2.py": "tests/test_tp2.py", "tests/e2e/test_tp4.py": "tests/test_tp4.py",
         "pkg/arguments.py": "arguments.py"}
-    assert renamed_from(repo, "HEAD", "HEAD") == {}
+    assert earlier_paths(repo, base, "HEAD") == {
+        "tests/e2e/test_tp2.py": {"tests/test_tp2.py"}, "tests/e2e/test_tp4.py": {"tests/test_tp4.py"},
+        "tests/e2e/gpu/test_tp2.py": {"tests/test_tp2.py"},
+        "tests/e2e/gpu/test_tp4.py": {"tests/test_tp4.py"},
+        "pkg/arguments.py": {"arguments.py"}}
+    assert earlier_paths(repo, "HEAD", "HEAD") == {}
 
 
 def test_a_change_before_the_move_is_analysed_with_the_scripts_at_their_older_paths(
@@ -103,7 +114,7 @@ def test_a_change_before_the_move_is_analysed_with_the_scripts_at_their_older_pa
     scripts, paths = report["policy"]["followed"]
     assert scripts == (f"the policy's matrix.sources[0].scripts tests/e2e/gpu/test_*.py matched nothing at "
                        f"{head[:12]}; used the 2 files it matches today at their paths there, before they "
-                       "were renamed (tests/test_tp2.py, tests/test_tp4.py)")
+                       "were renamed or copied (tests/test_tp2.py, tests/test_tp4.py)")
     assert paths.startswith(f"the policy's validation.paths pkg/arguments.py matched nothing at {head[:12]}")
     assert paths.endswith("(arguments.py)")
     assert report["analysed_because"] == "touches arguments.py, a validation path"
@@ -125,3 +136,42 @@ def test_without_history_the_policy_is_not_followed_and_says_what_matched_nothin
     assert run.returncode == 3, run.describe()
     assert "0 CI scripts match tests/e2e/gpu/test_*.py" in run.stdout + run.stderr
     assert "no history" in run.stdout + run.stderr
+
+
+def test_a_validator_the_revision_lacks_gives_way_to_each_launch_run_to_its_boundary(
+        moved: tuple[Path, str, str], tmp_path: Path) -> None:
+    """Written after NVIDIA/Megatron-LM: its policy's entry, parse_and_validate_args, did not exist yet at
+    older revisions (exit 3, "the validation entry ... does not import", on its clean changes too)."""
+    repo, base, head = moved
+    policy = tmp_path / "policy.yml"
+    policy.write_text(POLICY.replace("validation:\n",
+                                     'validation:\n  entry: "arguments:parse_and_validate"\n'))
+    run = prtriage("check", "--repo", str(repo), "--base", base, "--head", head, "--policy", str(policy),
+                   "--format", "json", cache_dir=tmp_path / "cache")
+    assert run.returncode == 1, run.describe()
+    report = run.json()
+    assert report["health"]["could_analyse"] is True
+    assert report["health"]["base"]["accepted"] == 2
+    assert report["health"]["drift"] == [
+        "validation.entry arguments:parse_and_validate: none exists at this revision; each launch ran to its "
+        "training boundary instead"]
+    [finding] = [f for f in report["findings"] if f["severity"] == "blocking"]
+    assert (finding["kind"], finding["suites"], finding["path"]) == (
+        "new_rejection", ["tests/test_tp4.py"], "arguments.py")
+
+
+def test_a_validator_that_exists_and_fails_to_import_is_no_drift(moved: tuple[Path, str, str],
+                                                                 tmp_path: Path) -> None:
+    repo, _, _ = moved
+    module = repo / "pkg" / "arguments.py"
+    module.write_text(module.read_text() + "\nimport no_such_module_here\n")
+    head = commit(repo, "breaks its own import")
+    policy = tmp_path / "policy.yml"
+    named = POLICY.replace("validation:\n", 'validation:\n  entry: "pkg.arguments:parse_args"\n')
+    policy.write_text(named.replace("stub_modules: [torch]",
+                                    "stub_modules: [torch]\n  stub_missing_modules: false"))
+    run = prtriage("doctor", "--repo", str(repo), "--rev", head, "--policy", str(policy), "--format", "json",
+                   cache_dir=tmp_path / "cache")
+    assert run.returncode == 3, run.describe()
+    assert "does not import" in run.stdout
+    assert "training boundary instead" not in run.stdout

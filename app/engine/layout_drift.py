@@ -8,7 +8,7 @@ from pathlib import Path
 from app.analysis.core.layout import Layout, follow_layout, needs_following
 from app.analysis.core.policy import Policy
 from app.trees.gitrepo import GitError, resolve
-from app.trees.renames import paths_at, renamed_from
+from app.trees.renames import earlier_paths, paths_at
 
 NEWER = "HEAD"  # the revision a policy's globs describe: the clone's newest checkout, where it was written
 
@@ -25,5 +25,5 @@ def follow_renames(policy: Policy, repo: Path | None, sha: str | None) -> tuple[
         newer = resolve(repo, NEWER)
     except GitError:
         return policy, ()
-    layout = Layout(present, paths_at(repo, newer), renamed_from(repo, sha, newer), sha[:12])
+    layout = Layout(present, paths_at(repo, newer), earlier_paths(repo, sha, newer), sha[:12])
     return follow_layout(policy, layout)

@@ -26,7 +26,7 @@ class Layout:
 
     present: Collection[str]  # the analysed revision's files
     newer: Collection[str]  # the files of the revision the policy's globs describe
-    renamed: Mapping[str, str]  # path at the newer revision -> its path at the analysed one
+    renamed: Mapping[str, Collection[str]]  # path at the newer revision -> its paths at the analysed one
     revision: str  # how notes name the analysed revision
 
     def matches(self, globs: list[str], exclude: Iterable[str] = ()) -> bool:
@@ -38,9 +38,8 @@ class Layout:
 
     def older_paths(self, globs: list[str], exclude: list[str]) -> list[str]:
         """The analysed revision's paths of the newer revision's files the globs match."""
-        return sorted({self.renamed[path] for path in self.newer
-                       if path in self.renamed and _matched(path, globs, exclude)
-                       and self.renamed[path] in self.present})
+        return sorted({older for path in self.newer if _matched(path, globs, exclude)
+                       for older in self.renamed.get(path, ()) if older in self.present})
 
 
 def _matched(path: str, globs: list[str], exclude: Iterable[str]) -> bool:
@@ -97,4 +96,4 @@ def _note(key: str, globs: list[str], revision: str, older: list[str]) -> str:
         return f"{said}, nor did any file it matches today exist there under an older name"
     more = f" and {len(older) - SHOWN} more" if len(older) > SHOWN else ""
     return (f"{said}; used the {len(older)} files it matches today at their paths there, before they "
-            f"were renamed ({', '.join(older[:SHOWN])}{more})")
+            f"were renamed or copied ({', '.join(older[:SHOWN])}{more})")
