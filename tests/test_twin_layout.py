@@ -17,6 +17,8 @@ import pytest
 from test_twin_boundary import ARGPARSE_TRAIN, git, write_repo
 from twin.cli import prtriage
 
+from app.analysis.core.layout import Layout, follow_layout
+from app.analysis.core.policy import POLICIES_DIR, load_policy
 from app.trees.renames import earlier_paths, renamed_from
 
 ARGUMENTS, TRAIN = ARGPARSE_TRAIN.split("\n\ndef main():")
@@ -175,3 +177,29 @@ def test_a_validator_that_exists_and_fails_to_import_is_no_drift(moved: tuple[Pa
     assert run.returncode == 3, run.describe()
     assert "does not import" in run.stdout
     assert "training boundary instead" not in run.stdout
+
+
+def test_recipes_of_a_yaml_args_source_are_followed_as_scripts_are() -> None:
+    """NVIDIA/Megatron-LM's recipes sat in tests/test_utils/recipes/ before moving to per-runner directories
+    (h100/, gb200/): its built-in policy's globs matched nothing at the older revisions."""
+    policy = load_policy(POLICIES_DIR / "NVIDIA" / "Megatron-LM.yml")
+    older = ["tests/test_utils/recipes/gpt.yaml", "tests/test_utils/recipes/moe.yaml"]
+    layout = Layout(present={*older, "megatron/training/utils.py", "tests/test_utils/recipes/README.md"},
+                    newer=["tests/test_utils/recipes/h100/gpt.yaml",
+                           "tests/test_utils/recipes/gb200/gpt.yaml",
+                           "tests/test_utils/recipes/h100/moe.yaml",
+                           "tests/test_utils/recipes/h100/new.yaml", "megatron/training/utils/common.py"],
+                    renamed={"tests/test_utils/recipes/h100/gpt.yaml": {older[0]},
+                             "tests/test_utils/recipes/gb200/gpt.yaml": {older[0]},
+                             "tests/test_utils/recipes/h100/moe.yaml": {older[1]},
+                             "megatron/training/utils/common.py": {"megatron/training/utils.py"}},
+                    revision="a62e23756af5")
+    followed, notes = follow_layout(policy, layout)
+    assert followed.matrix.sources[0].recipes == older
+    assert "megatron/training/utils.py" in followed.validation.paths
+    assert set(followed.validation.paths) - set(policy.validation.paths) == {"megatron/training/utils.py"}
+    assert [note.split(" matched")[0] for note in notes] == [
+        "the policy's matrix.sources[0].recipes tests/test_utils/recipes/h100/*.yaml, "
+        "tests/test_utils/recipes/gb200/*.yaml", "the policy's validation.paths megatron/training/utils/**"]
+    # at a revision whose layout the globs match, the policy is the same object
+    assert follow_layout(followed, Layout(older, [], {}, "x")) == (followed, ())

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
 
 from app.analysis.core.policy import Policy, path_matches
-from app.analysis.sources.record_launches_keys import RecordLaunches
 
 SHOWN = 3  # older paths named in a note; the rest counted
 
@@ -46,24 +48,42 @@ def _matched(path: str, globs: list[str], exclude: Iterable[str]) -> bool:
     return any(path_matches(path, g) for g in globs) and not any(path_matches(path, g) for g in exclude)
 
 
+# The keys of each source kind that are globs of the revision's files, and the key of globs they leave out.
+FOLLOWED: dict[str, tuple[tuple[str, str | None], ...]] = {
+    "record_launches": (("scripts", "exclude"),),
+    "workflow_steps": (("workflows", None), ("scripts", None)),
+    "workflow_rows": (("workflows", None),),
+    "pytest_launches": (("workflows", None),),
+    "yaml_args": (("recipes", None), ("files", None)),
+}
+
+
+def _globbed(source: BaseModel) -> list[tuple[str, list[str], list[str]]]:
+    """(key, globs, excluded globs) of each non-empty glob key of SOURCE."""
+    kind = str(getattr(source, "kind", ""))
+    return [(key, list(getattr(source, key)), list(getattr(source, exclude)) if exclude else [])
+            for key, exclude in FOLLOWED.get(kind, ()) if getattr(source, key, None)]
+
+
 def needs_following(policy: Policy, present: Collection[str]) -> bool:
-    """Some source's scripts or some validation path match nothing at the revision."""
+    """Some source's file globs or some validation path match nothing at the revision."""
     layout = Layout(present, (), {}, "")
-    return (any(not layout.matches(s.scripts, s.exclude) for s in _launching(policy))
+    return (any(not layout.matches(globs, excluded) for source in policy.matrix.sources
+                for _, globs, excluded in _globbed(source))
             or any(not layout.matches([glob]) for glob in policy.validation.paths))
 
 
 def follow_layout(policy: Policy, layout: Layout) -> tuple[Policy, tuple[str, ...]]:
-    """POLICY with each glob that matches nothing at the revision replaced by (scripts) or widened with
-    (validation paths) the older paths of the files it matches at the newer revision; and a note for each."""
+    """POLICY with each glob key of its sources that matches nothing at the revision replaced by, and each
+    validation path that does widened with, the older paths of the files it matches at the newer revision;
+    and a note for each."""
     notes: list[str] = []
     sources = [_followed(source, f"matrix.sources[{index}]", layout, notes.append)
-               if isinstance(source, RecordLaunches) else source
                for index, source in enumerate(policy.matrix.sources)]
     paths = list(policy.validation.paths)
     for glob in policy.validation.paths:
-        if layout.drifted([glob]):
-            older = layout.older_paths([glob], [])
+        older = layout.older_paths([glob], []) if layout.drifted([glob]) else []
+        if older:  # a path with no older one is a file added since: nothing of it to analyse here
             paths += [p for p in older if p not in paths]
             notes.append(_note("validation.paths", [glob], layout.revision, older))
     if not notes:
@@ -74,20 +94,18 @@ def follow_layout(policy: Policy, layout: Layout) -> tuple[Policy, tuple[str, ..
     return followed, tuple(notes)
 
 
-def _followed(source: RecordLaunches, where: str, layout: Layout,
-              note: Callable[[str], None]) -> RecordLaunches:
-    if not layout.drifted(source.scripts, source.exclude):
-        return source
-    older = layout.older_paths(source.scripts, source.exclude)
-    note(_note(f"{where}.scripts", source.scripts, layout.revision, older))
-    if not older:
-        return source
-    # the older paths themselves: `exclude` was applied to the newer ones already
-    return source.model_copy(update={"scripts": older, "exclude": []})
-
-
-def _launching(policy: Policy) -> list[RecordLaunches]:
-    return [s for s in policy.matrix.sources if isinstance(s, RecordLaunches)]
+def _followed(source: Any, where: str, layout: Layout, note: Callable[[str], None]) -> Any:
+    update: dict[str, list[str]] = {}
+    for key, globs, excluded in _globbed(source):
+        if not layout.drifted(globs, excluded):
+            continue
+        older = layout.older_paths(globs, excluded)
+        note(_note(f"{where}.{key}", globs, layout.revision, older))
+        if older:
+            update[key] = older
+            if excluded:  # the older paths themselves: the excluded globs were applied to the newer ones
+                update["exclude"] = []
+    return source.model_copy(update=update) if update else source
 
 
 def _note(key: str, globs: list[str], revision: str, older: list[str]) -> str:
