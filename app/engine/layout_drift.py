@@ -25,5 +25,7 @@ def follow_renames(policy: Policy, repo: Path | None, sha: str | None) -> tuple[
         newer = resolve(repo, NEWER)
     except GitError:
         return policy, ()
-    layout = Layout(present, paths_at(repo, newer), earlier_paths(repo, sha, newer), sha[:12])
-    return follow_layout(policy, layout)
+    newer_paths = set(paths_at(repo, newer))
+    if not needs_following(policy, present, newer_paths):
+        return policy, ()
+    return follow_layout(policy, Layout(present, newer_paths, earlier_paths(repo, sha, newer), sha[:12]))

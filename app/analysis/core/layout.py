@@ -65,12 +65,14 @@ def _globbed(source: BaseModel) -> list[tuple[str, list[str], list[str]]]:
             for key, exclude in FOLLOWED.get(kind, ()) if getattr(source, key, None)]
 
 
-def needs_following(policy: Policy, present: Collection[str]) -> bool:
-    """Some source's file globs or some validation path match nothing at the revision."""
-    layout = Layout(present, (), {}, "")
-    return (any(not layout.matches(globs, excluded) for source in policy.matrix.sources
+def needs_following(policy: Policy, present: Collection[str], newer: Collection[str] = ()) -> bool:
+    """Some source's file globs or some validation path match nothing at the revision (and, NEWER given,
+    something there: a glob that matches nowhere is no drift, and costs no reading of the history)."""
+    layout = Layout(present, newer, {}, "")
+    lost = layout.drifted if newer else (lambda globs, excluded=(): not layout.matches(globs, excluded))
+    return (any(lost(globs, excluded) for source in policy.matrix.sources
                 for _, globs, excluded in _globbed(source))
-            or any(not layout.matches([glob]) for glob in policy.validation.paths))
+            or any(lost([glob]) for glob in policy.validation.paths))
 
 
 def follow_layout(policy: Policy, layout: Layout) -> tuple[Policy, tuple[str, ...]]:
