@@ -107,7 +107,8 @@ def test_attributes_read_after_a_replaced_upstream_parser_are_marked_upstream(tm
     found = results(run_sandboxed(repo, job([suite("megatron", QWEN),
                                              suite("fsdp", f"--train-backend fsdp {QWEN}")])))
     read = line_of(repo, ARGS, "assert not args.optimizer_cpu_offload")
-    stood_in = LearnedAttribute("optimizer_cpu_offload", ARGS, read, upstream=True)
+    # no policy default and a name of no known shape: assumed None, and listed as assumed
+    stood_in = LearnedAttribute("optimizer_cpu_offload", ARGS, read, upstream=True, assumed=True, value=None)
     assert found["megatron"].learned == (stood_in,)
     assert found["fsdp"].learned == (LearnedAttribute("optimizer_cpu_offload", ARGS, read, upstream=False),)
 
