@@ -133,11 +133,11 @@ def test_why_a_change_is_analysed() -> None:
         "touches b.py, imported by validation at the base"
 
 
-# slime at 2025-11-18 (cae1629cfe99's base): every Megatron suite stopped importing its backend package at a
-# module needing what CI has (there `-torch.finfo(torch.float8_e4m3fn).max` under a stubbed torch); the FSDP
-# suite answered. Learned from that base, a change to a module of the Megatron package after the failing one
+# slime in Nov 2025 (a5cadbdab2e3's base): every Megatron suite stopped importing its backend package at a
+# module needing what CI has (there `-torch.finfo(torch.float8_e4m3fn).max` under a stubbed torch), a
+# rejection. Learned from that base, a change to a module of the package after the failing one
 # (`update_weight_utils.py`) came out "untouched", with nothing run: 4 of the 21 "untouched" commits sampled
-# from slime's history before 2026-07.
+# from slime's history before 2026-07 touch what a healthy base's validation imports.
 BACKEND_ARGUMENTS = """import argparse
 
 

@@ -123,9 +123,9 @@ def learned_from(results: dict[str, SuiteResult], max_failures: float) -> frozen
     call a change to the rest untouched).
 
     None too when more than MAX_FAILURES (the policy's `health.max_base_failures`) of the suites fail: such a
-    base is blind, and what its few answered suites imported does not stand for the rest. On slime's
-    revisions of late 2025 every Megatron suite stopped at one import (a stubbed torch) and the two FSDP
-    suites answered: learned from them, changes to Megatron's modules came out "untouched", nothing run."""
+    base is blind, and what its suites imported before they failed does not stand for what CI's import. On
+    slime's revisions of late 2025 every Megatron suite stopped at one import (a stubbed torch's constant
+    negated): learned from them, changes to the modules after it came out "untouched", nothing run."""
     answered = [r for r in results.values() if r.outcome.outcome != "error"]
     failed = sum(1 for r in results.values() if r.outcome.outcome != "accepted")
     if not answered or failed > max_failures * len(results):
