@@ -19,6 +19,8 @@ from app.analysis.verdict.report import CheckReport
 from app.engine import validation_cache
 from app.engine.check_steps import analysed_because, run_check
 
+CI_LAUNCH = "import subprocess\n\nsubprocess.run(['python3', 'train.py', '--backend', '{backend}'])\n"
+
 
 def policy(paths: list[str]) -> Policy:
     return parse_policy(policy_text(paths), "learned-policy.yml")
@@ -107,11 +109,16 @@ def test_nothing_is_learned_from_errors_alone_nor_cut_short() -> None:
 
     answered = {"a": result("a", "accepted", ("x.py",)), "b": result("b", "rejected", ("y.py", "x.py")),
                 "c": result("c", "error", ("z.py",))}
-    assert validation_cache.learned_from(answered) == {"x.py", "y.py"}  # an error tells nothing
-    assert validation_cache.learned_from({"c": answered["c"]}) is None
+    assert validation_cache.learned_from(answered, 1.0) == {"x.py", "y.py"}  # an error tells nothing
+    assert validation_cache.learned_from({"c": answered["c"]}, 1.0) is None
     many = {f"s{i}": result(f"s{i}", "accepted", tuple(f"m{i}/{j}.py" for j in range(MAX_IMPORTED)))
             for i in range(MAX_LEARNED // MAX_IMPORTED + 1)}
-    assert validation_cache.learned_from(many) is None  # a set cut short would call the rest untouched
+    assert validation_cache.learned_from(many, 1.0) is None  # a set cut short would call the rest untouched
+    # a base failing more suites than the health rule allows is blind: its answered suites stand for none
+    healthy = {f"s{i}": result(f"s{i}", "accepted", ("x.py",)) for i in range(9)}
+    assert validation_cache.learned_from({**healthy, "b": answered["b"]}, 0.1) == {"x.py", "y.py"}
+    assert validation_cache.learned_from({**healthy, "b": answered["b"], "c": answered["c"]}, 0.1) is None
+    assert validation_cache.learned_from(answered, 0.5) is None
 
 
 def test_why_a_change_is_analysed() -> None:
@@ -124,3 +131,53 @@ def test_why_a_change_is_analysed() -> None:
     assert analysed_because(listed, ("a.py",), frozenset({"b.py"})) is None
     assert analysed_because(listed, ("a.py", "b.py"), frozenset({"b.py"})) == \
         "touches b.py, imported by validation at the base"
+
+
+# slime in Nov 2025 (a5cadbdab2e3's base): every Megatron suite stopped importing its backend package at a
+# module needing what CI has (there `-torch.finfo(torch.float8_e4m3fn).max` under a stubbed torch), a
+# rejection. Learned from that base, a change to a module of the package after the failing one
+# (`update_weight_utils.py`) came out "untouched", with nothing run: 4 of the 21 "untouched" commits sampled
+# from slime's history before 2026-07 touch what a healthy base's validation imports.
+BACKEND_ARGUMENTS = """import argparse
+
+
+def parse_args():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--backend", default="megatron")
+    args = parser.parse_args()
+    if args.backend == "megatron":
+        from backends.megatron import validate
+    else:
+        from backends.fsdp import validate
+    validate(args)
+    return args
+"""
+BACKEND_FILES = {
+    "arguments.py": BACKEND_ARGUMENTS,
+    "backends/__init__.py": "",
+    "backends/fsdp.py": "def validate(args):\n    pass\n",
+    "backends/megatron/__init__.py": "from .kernels import BLOCK\nfrom .weights import validate\n",
+    "backends/megatron/kernels.py": (
+        "import torch\n\nif not torch.cuda.is_available():\n    raise RuntimeError('kernels need a GPU')\n"
+        "BLOCK = 128\n"),
+    "backends/megatron/weights.py": "def validate(args):\n    pass\n",
+    "tests/test_lora.py": CI_LAUNCH.format(backend="fsdp"),
+    "tests/test_megatron.py": CI_LAUNCH.format(backend="megatron"),
+    "tests/test_megatron_long.py": CI_LAUNCH.format(backend="megatron"),
+}
+
+
+def test_nothing_is_learned_at_a_base_too_broken_to_stand_for_its_suites(tmp_path: Path) -> None:
+    base = tree(tmp_path / "base", BACKEND_FILES)
+    head = tree(tmp_path / "head", {**BACKEND_FILES, "backends/megatron/weights.py":
+                                    "def validate(args):\n    assert False, 'no weights'\n"})
+    report = check(base, head, tmp_path / "cache", ["arguments.py"])
+    # analysed (the imports are not known), and said blind: 2 of 3 suites fail at the base
+    assert report.validation_changed and report.health is not None and not report.health.could_analyse
+    assert report.analysed_because == \
+        "touches backends/megatron/weights.py; what validation imports at this base is not known yet"
+    assert report.outcome("base", "tests/test_megatron.py").message == "kernels need a GPU"
+    assert report.outcome("base", "tests/test_lora.py").outcome == "accepted"
+    assert report.learned_paths is None
+    again = check(base, head, tmp_path / "cache", ["arguments.py"])  # nothing stored to decide it from
+    assert again.validation_changed and again.base_cached and again.learned_paths is None

@@ -303,3 +303,53 @@ def test_rows_are_captured_in_the_sandbox_with_their_args_and_env(tmp_path: Path
     assert (matrix.scripts, matrix.captured, matrix.failed) == (5, 4, ())
     again, cached = capture_matrix(repo, slime_shaped_policy(), cache_dir=tmp_path / "cache")
     assert cached and again == matrix
+
+
+# slime's pr-test.yml before rows had `test_args` (d89acc81d, Jan 2026): the words ride in `test_file`, and
+# the unquoted `python tests/${{ matrix.info.test_file }}` has bash split them.
+WORDS_IN_SCRIPT_FIELD = """
+jobs:
+  e2e-test-ckpt:
+    strategy:
+      matrix:
+        info: [{"num_gpus": 8, "test_file": "test_ckpt.py"},
+               {"num_gpus": 8, "test_file": "test_ckpt.py --async-save"},
+               {"num_gpus": 8, "test_file": "test_ckpt.py  --save-optimizer gpu",
+                "test_args": "--async-save"}]
+    steps:
+      - run: >-
+          python tests/ci/gpu_lock_exec.py --count ${{ matrix.info.num_gpus }} --
+          python tests/${{ matrix.info.test_file }}
+"""
+
+
+def test_words_after_the_script_in_its_field_are_its_first_arguments() -> None:
+    listing = rows_from_workflow(WORDS_IN_SCRIPT_FIELD, "pr-test.yml", rows_source())
+    assert [(r.script, r.args) for r in listing.rows] == [
+        ("tests/test_ckpt.py", ()),
+        ("tests/test_ckpt.py", ("--async-save",)),
+        ("tests/test_ckpt.py", ("--save-optimizer", "gpu", "--async-save")),
+    ]
+    blank = rows_from_workflow(WORDS_IN_SCRIPT_FIELD.replace('"test_ckpt.py"', '" "'), "pr-test.yml",
+                               rows_source())
+    assert len(blank.rows) == 2
+    assert blank.notes == ["pr-test.yml:e2e-test-ckpt: a row without `info.test_file`: left out"]
+
+
+def test_a_script_field_with_words_is_captured_in_the_sandbox_as_ci_runs_it(tmp_path: Path) -> None:
+    # Before, the whole field was taken for a file name: "No such file or directory: '<file> --async-save'"
+    repo = write_tree(tmp_path / "repo",
+                      {**SLIME_SHAPED, ".github/workflows/pr-test.yml": WORDS_IN_SCRIPT_FIELD})
+    matrix, _ = capture_matrix(repo, slime_shaped_policy(), cache_dir=tmp_path / "cache")
+    argv = {suite.id: " ".join(suite.argv) for suite in matrix.suites}
+    assert argv == {
+        "tests/test_ckpt.py": "--save /root/ckpt --optimizer-placement cpu",
+        "tests/test_ckpt.py#2": "--load /root/ckpt --optimizer-placement cpu",
+        "tests/test_ckpt.py --async-save": "--save /root/ckpt --optimizer-placement cpu --async-save",
+        "tests/test_ckpt.py --async-save#2": "--load /root/ckpt --optimizer-placement cpu",
+        "tests/test_ckpt.py --save-optimizer gpu --async-save":
+            "--save /root/ckpt --optimizer-placement gpu --async-save",
+        "tests/test_ckpt.py --save-optimizer gpu --async-save#2":
+            "--load /root/ckpt --optimizer-placement gpu",
+    }
+    assert (matrix.scripts, matrix.captured, matrix.failed) == (3, 3, ())

@@ -102,7 +102,8 @@ def run_check(base_tree: Path, head_tree: Path, policy: Policy, *, base_sha: str
                        base=base.results, head=head.results, findings=tuple(findings), capture_cached=cached,
                        base_cached=base.cached, sandboxed=base.sandboxed and head.sandboxed, timing=timing,
                        health=health, analysed_because=because,
-                       learned_paths=validation_cache.learned_from(base.results) or learned)
+                       learned_paths=validation_cache.learned_from(
+                           base.results, policy.health.max_base_failures) or learned)
 
 
 def _learn(base_tree: Path, policy: Policy, suites: tuple[Suite, ...], progress: Progress | None,
@@ -111,7 +112,7 @@ def _learn(base_tree: Path, policy: Policy, suites: tuple[Suite, ...], progress:
     """The base validated (alone, before the head), and the modules its validation imported, kept for
     the next check at this base."""
     base = _validate_base(base_tree, policy, suites, progress, cache_dir, interpreter, allow_unsandboxed)
-    learned = validation_cache.learned_from(base.results)
+    learned = validation_cache.learned_from(base.results, policy.health.max_base_failures)
     if learned is not None:
         validation_cache.store_learned(cache_dir, learned_key, learned, sandboxed=base.sandboxed)
     return base, learned

@@ -117,13 +117,21 @@ def store_learned(cache_dir: Path, key: str, paths: frozenset[str], *, sandboxed
                   {"key": key, "imported": sorted(paths)})
 
 
-def learned_from(results: dict[str, SuiteResult]) -> frozenset[str] | None:
+def learned_from(results: dict[str, SuiteResult], max_failures: float) -> frozenset[str] | None:
     """Every module some suite's validation imported; None when no suite got an answer (an error tells
     nothing of what validation would import) or when there are more than MAX_LEARNED (a set cut short would
-    call a change to the rest untouched)."""
+    call a change to the rest untouched).
+
+    None too when more than MAX_FAILURES (the policy's `health.max_base_failures`) of the suites fail: such a
+    base is blind, and what its suites imported before they failed does not stand for what CI's import. On
+    slime's revisions of late 2025 every Megatron suite stopped at one import (a stubbed torch's constant
+    negated): learned from them, changes to the modules after it came out "untouched", nothing run."""
     answered = [r for r in results.values() if r.outcome.outcome != "error"]
+    failed = sum(1 for r in results.values() if r.outcome.outcome != "accepted")
+    if not answered or failed > max_failures * len(results):
+        return None
     learned = frozenset(path for result in answered for path in result.imported)
-    return learned if answered and len(learned) <= MAX_LEARNED else None
+    return learned if len(learned) <= MAX_LEARNED else None
 
 
 def _learned_path(cache_dir: Path, key: str) -> Path:

@@ -142,14 +142,17 @@ def _list_job(listing: WorkflowListing, where: str, job: dict[str, Any], workflo
     unknown: dict[str, None] = {}  # ordered set
     for combination in combinations:
         script = evaluate_field(combination, source.script)
-        if not isinstance(script, str) or not script:
+        # The run line interpolates the field unquoted (`python tests/${{ matrix.info.test_file }}`), so
+        # bash splits it: "test_ckpt.py --async-save" is the script and a word before the args field's.
+        words = script.split() if isinstance(script, str) else []
+        if not words:
             listing.notes.append(f"{where}: a row without `{source.script}`: left out")
             continue
         args = evaluate_field(combination, source.args) if source.args else None
         env, left_out = row_env(env_template, combination, source.env)
         unknown.update(dict.fromkeys(left_out))
-        listing.rows.append(WorkflowRow(script=script_path(script, source.script_dir),
-                                        args=tuple(_text(args).split()) if args is not None else (),
+        listing.rows.append(WorkflowRow(script=script_path(words[0], source.script_dir),
+                                        args=(*words[1:], *(_text(args).split() if args is not None else ())),
                                         env=env, job=where))
     if unknown:
         listing.notes.append(f"{where}: env {', '.join(unknown)} not evaluated (more than "

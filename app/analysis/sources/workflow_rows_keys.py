@@ -19,7 +19,9 @@ class WorkflowRows(Recording):
                             "empty: every job with a matrix.")
     exclude_jobs: list[str] = Field(default_factory=list, description="Job ids left out.")
     script: str = Field(description="The matrix field that names a row's CI script, as a dotted path "
-                                    "('info.test_file' for `matrix.info.test_file`).")
+                                    "('info.test_file' for `matrix.info.test_file`). Split on whitespace as "
+                                    "the run line's shell does: the first word is the script, the others "
+                                    "its first arguments ('test_ckpt.py --async-save').")
     script_dir: str = Field("", description="Directory put before the script's path unless the path "
                             "already starts with it ('tests').")
     args: str | None = Field(None, description="The matrix field holding extra words after the script "
