@@ -900,12 +900,13 @@ def test_boundary_mode_makes_the_config_stack_real_even_where_init_runs_without_
 
 
 def test_refine_makes_torch_real_where_its_stub_failed_validation_at_a_line_using_it(tmp_path: Path) -> None:
-    # verl from a plain install (no torch beside prtriage): 6 of 38 suites failed at
-    # `-torch.finfo(torch.float8_e4m3fn).max`, run at the import of verl/utils/kernel/fp8_kernel.py
+    # verl from a plain install (no torch beside prtriage): 6 of 38 suites failed at `FP8_MIN = -FP8_MAX`
+    # (`FP8_MAX = torch.finfo(FP8_DTYPE).max` on a stub), run at the import of verl/utils/kernel/fp8_kernel.py
     root = verl_shaped(tmp_path)
     write(root, {
         "verl/utils/kernel/fp8_kernel.py": "import logging\n\nimport torch\n\n"
-                                           "FP8_MIN = -torch.finfo(torch.float8_e4m3fn).max\n",
+                                           "FP8_DTYPE = torch.float8_e4m3fn\n"
+                                           "FP8_MAX = torch.finfo(FP8_DTYPE).max\nFP8_MIN = -FP8_MAX\n",
         "verl/utils/lazy.py": "def dtype(name):\n    import torch\n\n    return getattr(torch, name)\n",
         "verl/utils/typed.py": "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    import torch\n\n"
                                "def size(x: 'torch.Tensor'):\n    return x.shape\n",
@@ -925,7 +926,8 @@ def test_refine_makes_torch_real_where_its_stub_failed_validation_at_a_line_usin
     for path, line in [("verl/utils/lazy.py", 4), ("verl/utils/typed.py", 7),
                        ("verl/utils/kernel/fp8_kernel.py", 1)]:
         assert "torch" not in failing_at(path, line).policy["harness"]["real_packages"], (path, line)
-    for path, line in [("verl/utils/kernel/fp8_kernel.py", 5), ("verl/utils/aliased.py", 3)]:
+    for path, line in [("verl/utils/kernel/fp8_kernel.py", 7), ("verl/utils/kernel/fp8_kernel.py", 6),
+                       ("verl/utils/aliased.py", 3)]:
         refined = failing_at(path, line)
         harness = refined.policy["harness"]
         assert "torch" in harness["real_packages"] and "torch==2.13.0" in harness["requirements"]

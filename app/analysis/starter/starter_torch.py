@@ -58,13 +58,20 @@ def real_torch(starter: Starter, root: Path, failures: Iterable[Outcome]) -> lis
 
 
 def _uses_torch_at(path: Path, line: int) -> bool:
-    """Whether the module at PATH imports torch at its top and its LINE names what that import bound."""
+    """Whether the module at PATH imports torch at its top and its LINE names what that import bound, or
+    a module-level name computed from it (`FP8_MAX = torch.finfo(FP8_DTYPE).max`, then `-FP8_MAX`)."""
     text = read_text(path)
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return False
-    bound = {name for node in _module_level(tree.body) for name in _torch_names(node)}
+    statements = list(_module_level(tree.body))
+    bound = {name for node in statements for name in _torch_names(node)}
+    for node in statements if bound else []:
+        if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign) and node.value is not None \
+                and bound & {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            bound |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
     lines = text.split("\n")
     at = lines[line - 1] if 0 < line <= len(lines) else ""
     return any(re.search(rf"\b{re.escape(name)}\b", at) for name in bound)
