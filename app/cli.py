@@ -37,6 +37,7 @@ from app.config import CommandLineSettings, ConfigError, StartupError, UsageErro
 from app.engine.check_steps import (
     SANDBOX_HINT,
     AnalysisError,
+    NothingCaptured,
     analysis_environment,
     policy_label,
     require_sandbox,
@@ -53,6 +54,7 @@ from app.engine.environments import (
     prepare,
 )
 from app.engine.environments import listed as environments_listed
+from app.engine.layout_drift import follow_renames
 from app.engine.matrix_capture import capture_matrix
 from app.engine.policy_choice import (
     RepositoryNameError,
@@ -536,7 +538,7 @@ def check_command(args: argparse.Namespace) -> int:
     cache_dir = CommandLineSettings().cache_directory(args.cache_dir)
     base, head = check_revisions(args, cache_dir)
     args.learned.update(base=base.sha, head=head.sha)
-    policy, origin = resolve_policy(args, base)
+    policy, origin = resolve_policy(args, base, at=head)
     warning = uncommitted_policy(args.repo, base.tree, origin)
     if warning is not None:
         print(f"prtriage: {warning}", file=sys.stderr)
@@ -547,7 +549,8 @@ def check_command(args: argparse.Namespace) -> int:
                            cache_dir=cache_dir, allow_unsandboxed=args.allow_unsandboxed,
                            progress=progress_printer(args.progress), repository=repository_of(args))
     except AnalysisError as exc:  # NothingCaptured, or code that does not load: often the wrong policy
-        raise type(exc)(f"{exc}{default_policy_hint(policy, origin, args)}") from None
+        raise type(exc)(f"{exc}{no_history_hint(exc, args)}{default_policy_hint(policy, origin, args)}") \
+            from None
     report = dataclasses.replace(report, policy=origin)
     if not report.could_analyse:
         say_hint(default_policy_hint(policy, origin, args))
@@ -561,6 +564,14 @@ def check_command(args: argparse.Namespace) -> int:
     if not report.could_analyse:  # blind: never 0, and not 1 either, whatever the findings say
         return EXIT_CANNOT_RUN
     return EXIT_BLOCKING if report.blocking else EXIT_OK
+
+
+def no_history_hint(error: AnalysisError, args: argparse.Namespace) -> str:
+    """Trees without their repository: a policy written for a newer layout cannot be followed to theirs."""
+    if not isinstance(error, NothingCaptured) or getattr(args, "repo", None) is not None:
+        return ""
+    return ("\n  These trees come with no history: a policy whose globs name a newer layout is followed to "
+            "an older revision's paths (through the renames since) only with --repo.")
 
 
 def repository_of(args: argparse.Namespace) -> str | None:
@@ -728,13 +739,18 @@ def tree_revision(tree: Path) -> Revision:
     return Revision(tree=tree.resolve(), sha=None, label=str(tree))
 
 
-def resolve_policy(args: argparse.Namespace, base: Revision) -> tuple[Policy, PolicyOrigin]:
-    """The policy that judges BASE's change and where it came from (app/engine/policy_choice.py); the JSON
-    of a failure names it too."""
+def resolve_policy(args: argparse.Namespace, base: Revision,
+                   at: Revision | None = None) -> tuple[Policy, PolicyOrigin]:
+    """The policy that judges BASE's change and where it came from (app/engine/policy_choice.py), its globs
+    followed to the layout of AT (default BASE: where its matrix is captured) when they match nothing there
+    (app/engine/layout_drift.py); the JSON of a failure names it too."""
     repository, named_by = named_repository(getattr(args, "repository", None), args.repo, os.environ)
     policy, origin = choose_policy(explicit=args.policy, base_tree=base.tree,
                                    base_label=base.label if base.sha else str(base.tree),
                                    repository=repository, named_by=named_by)
+    repo = Path(args.repo).resolve() if getattr(args, "repo", None) else None
+    policy, followed = follow_renames(policy, repo, (at or base).sha)
+    origin = dataclasses.replace(origin, followed=followed)
     args.learned["policy"] = origin.to_json()
     return policy, origin
 

@@ -8,7 +8,7 @@ import pytest
 
 from app.analysis.core.model import CaptureFailure, LearnedAttribute, Matrix, Outcome, Suite, SuiteResult
 from app.analysis.core.policy import PolicyError, parse_policy
-from app.analysis.verdict.health import assess, describe, summary_line, where
+from app.analysis.verdict.health import assess, assumed_line, describe, summary_line, where
 
 ARGS = "pkg/arguments.py"
 ACCEPTED = Outcome("accepted")
@@ -112,6 +112,23 @@ def test_reads_of_what_a_stubbed_parser_may_define_are_counted_as_blindness() ->
     base[first] = SuiteResult(first, ACCEPTED, learned=(stubbed,))
     base[second] = SuiteResult(second, ACCEPTED, learned=(stubbed,))
     assert assess(m, base, head, {}).stubbed_parser_reads == ()
+
+
+def test_assumed_values_are_listed_with_their_suites_at_each_revision() -> None:
+    m = matrix(2)
+    [first, second] = [s.id for s in m.suites]
+    assumed = LearnedAttribute("sglang_data_parallel_size", ARGS, 9, upstream=True, assumed=True, value=1)
+    policy_default = LearnedAttribute("sglang_dp_size", ARGS, 10, upstream=True)
+    base = {first: SuiteResult(first, ACCEPTED, learned=(assumed, policy_default)),
+            second: SuiteResult(second, ACCEPTED, learned=(policy_default,))}
+    head = {s.id: SuiteResult(s.id, ACCEPTED, learned=(assumed,)) for s in m.suites}
+    health = assess(m, base, head, {})
+    assert health.could_analyse
+    assert health.to_json()["assumed"] == [
+        {"name": "sglang_data_parallel_size", "value": 1, "base_suites": 1, "head_suites": 2}]
+    assert assumed_line(health) == ("assumed 1 option a stubbed or replaced upstream parser may define (no "
+                                    "parser here does; neutral by name): sglang_data_parallel_size=1")
+    assert assess(m, results(m), results(m), {}).assumed == ()
 
 
 def test_base_errors_are_grouped_by_exception_and_line_most_common_first() -> None:
@@ -223,7 +240,7 @@ def test_json_of_a_healthy_analysis_is_complete() -> None:
         "errors": [{**NO_FILE.to_json(), "count": 1}],
         "base_failures": [{"suite": "s2", **NO_FILE.to_json()}],
         "fixed_at_head": 1, "suspect_base": False, "lines_changed": True, "lines_reached": True,
-        "stubbed_parser_reads": [], "drift": [],
+        "stubbed_parser_reads": [], "drift": [], "assumed": [],
     }
 
 

@@ -22,6 +22,7 @@ from app.analysis.verdict.minimal import FlagSearch, contains, split_arguments
 from app.analysis.verdict.report import CheckReport
 from app.analysis.verdict.workflow_commands import annotation
 from app.engine.minimal_args import explain_rejections, head_validator, in_rounds, in_the_warm_leader
+from app.sandbox.harness.flagsearch import CHUNKS
 from app.sandbox.interpreter import Interpreter
 from app.triage.pr_report import check_output, comment_markdown
 
@@ -116,6 +117,72 @@ def test_what_a_single_addition_cannot_find_is_cut_short_with_the_best_seen() ->
     assert len(found.best) == 5 and 0 in found.best
 
 
+def searched(flags: FlagSearch, rejected: Callable[[set[int]], bool]) -> tuple[FlagSearch, list[int]]:
+    """FLAGS to its end against REJECTED, and how many sets each round tried."""
+    sets = []
+    while not flags.done and flags.rounds < 20:
+        candidates = flags.candidates()
+        sets.append(len(candidates))
+        flags.observe({candidate: rejected(set(candidate)) for candidate in candidates})
+    return flags, sets
+
+
+LARGE_FOCUS = tuple(range(4, 60))  # 56 arguments every rejected suite passes, of 64: #2077's shape
+
+
+def test_a_large_focus_is_cut_into_pieces_and_finds_what_one_at_a_time_finds() -> None:
+    """Five arguments needed among 56: each piece whose absence ends the rejection is cut smaller, round
+    after round; the answer is the one-at-a-time search's, for fewer sets."""
+    needed = {9, 23, 24, 40, 57}
+    flags = FlagSearch(64, focus=LARGE_FOCUS)
+    pieces = [LARGE_FOCUS[i:i + len(LARGE_FOCUS) // CHUNKS] for i in range(0, 56, 56 // CHUNKS)]
+    assert flags.candidates() == [LARGE_FOCUS, *(tuple(i for i in LARGE_FOCUS if i not in piece)
+                                                 for piece in pieces)]
+    found, sets = searched(flags, lambda kept: needed <= kept)
+    assert (found.best, found.complete) == (tuple(sorted(needed)), True)
+    one_at_a_time = search(64, lambda kept: needed <= kept)
+    assert one_at_a_time.best == found.best
+    assert sum(sets) < 56 and len(sets) <= 8
+
+
+def test_arguments_that_stand_for_each_other_in_two_pieces_are_not_both_left_out() -> None:
+    """`--colocate` and `--offload-train` both turn offload on: the piece of each is spare alone, the two
+    together are not; the search goes back to leaving out the first alone and keeps the other."""
+    def rejected(kept: set[int]) -> bool:
+        return 30 in kept and bool(kept & {5, 55})
+
+    found, _ = searched(FlagSearch(64, focus=LARGE_FOCUS), rejected)
+    assert found.complete and len(found.best) == 2 and 30 in found.best
+    assert rejected(set(found.best)) and not any(rejected(set(found.best) - {i}) for i in found.best)
+
+
+def test_needed_only_beside_another_argument_inside_a_large_focus_is_left_out_once_that_one_is() -> None:
+    """Leaving out 11 alone makes the suite fail elsewhere while 50 is there: the pieces holding 11 look
+    needed until 50's piece is gone, then 11 is left out too."""
+    def rejected(kept: set[int]) -> bool:
+        return {20, 33} <= kept and not (50 in kept and 11 not in kept)
+
+    found, _ = searched(FlagSearch(64, focus=LARGE_FOCUS), rejected)
+    assert (found.best, found.complete) == ((20, 33), True)
+
+
+def test_a_large_focus_that_is_not_enough_then_every_argument_is_left_out_alone() -> None:
+    flags = FlagSearch(64, focus=LARGE_FOCUS)
+    found, sets = searched(flags, lambda kept: {1, 30} <= kept)
+    assert (found.best, found.complete) == ((1, 30), True)
+    assert sets[1] == 64  # the second round: each of the suite's arguments left out, the search's old way
+
+
+def test_a_set_tried_before_is_not_tried_again() -> None:
+    """The needed ones of three, 0 and 1, are the suite less 2, tried the first round: the second round
+    tries only each of them left out."""
+    flags = FlagSearch(3)
+    flags.observe({candidate: {0, 1} <= set(candidate) for candidate in flags.candidates()})
+    assert flags.kept == (0, 1) and flags.candidates() == [(1,), (0,)]
+    flags.observe({candidate: False for candidate in flags.candidates()})
+    assert (flags.best, flags.complete, flags.rounds) == ((0, 1), True, 2)
+
+
 # The search against a validator, as the engine runs it
 
 ARGV = ("--num-gpus", "8", "--colocate", "--disable-weights-backuper", "--lora-rank", "16", "--lr", "1e-5")
@@ -158,7 +225,9 @@ def test_each_blocking_rejection_gets_the_arguments_it_needs_from_its_shortest_s
     assert explained.minimal_args == MinimalArgs(
         args=("--num-gpus", "8", "--colocate", "--disable-weights-backuper", "--lora-rank", "16"), count=4,
         of=5, suite=short.id, complete=True, every_suite_passes=True)
-    assert calls == [5, 5]  # a round per batch: each argument left out, then the needed ones alone and less
+    # a round per batch: each argument left out, then each needed one left out of them (the needed ones
+    # alone are the suite less its spare argument, tried the round before: not tried again)
+    assert calls == [5, 4]
 
 
 def test_the_bound_cuts_the_search_short_and_says_so() -> None:

@@ -100,10 +100,12 @@ class Problems:
 
     def pr(self, value: str) -> int | None:
         value = value.strip().lstrip("#")
-        if value and _number(value) not in range(1, INTEGER_MAX + 1):
+        number = _number(value)
+        # not `number in range(...)`: for None that compares with each of the range's 2**31 numbers in turn
+        if value and (number is None or not 1 <= number <= INTEGER_MAX):
             self.messages.append(f"not a pull request number: {value[:20]!r}; showing every pull request")
             return None
-        return int(value) if value else None
+        return number
 
     def page(self, listing: Callable[[str | None], tuple[list[T], str | None]], cursor: str,
              ) -> tuple[list[T], str | None]:

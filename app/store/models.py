@@ -344,7 +344,7 @@ class MainHealth(Base):
     accepted: Mapped[int]
     could_analyse: Mapped[bool]
     reason: Mapped[str] = mapped_column(Text)  # the health's sentence: what it saw, or why it is blind
-    policy: Mapped[dict[str, Any]]  # {"source", "path", "repository"}
+    policy: Mapped[dict[str, Any]]  # {"source", "path", "repository", "environment"} (environment_facts)
     scripts: Mapped[dict[str, Any]]  # the capture: scripts considered, captured, failed, partial, disabled
     outcomes: Mapped[dict[str, Any]]
 

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from app.store.cursor import decode_name_cursor, encode_name_cursor
 from app.store.models import DeadSuite, MainHealth, Repository
 from app.store.pages import DEFAULT_LIMIT, page_size
-from app.store.shapes import DeadSuiteOut, HealthOut, PolicyOut, RepositoryOut
+from app.store.shapes import DeadSuiteOut, EnvironmentOut, HealthOut, PolicyOut, RepositoryOut
 
 HISTORY = 90  # healths in the acceptance chart
 HEALTH_COLUMNS = (MainHealth.repository_id, MainHealth.sha, MainHealth.at, MainHealth.suites,
@@ -150,11 +150,24 @@ def _health(row: Any) -> HealthOut:
             "could_analyse": row.could_analyse}
 
 
+def _environment(stored: Any) -> EnvironmentOut | None:
+    """The environment a health recorded; None for a health stored before environments were (or one that
+    could not run)."""
+    if not isinstance(stored, dict) or not stored.get("python"):
+        return None
+    return {"python": str(stored["python"]), "python_asked": list(stored.get("python_asked", [])),
+            "requirements": list(stored.get("requirements", [])),
+            "installed": list(stored.get("installed", [])),
+            "digest": str(stored.get("digest", "")), "stub_modules": list(stored.get("stub_modules", [])),
+            "stub_missing_modules": bool(stored.get("stub_missing_modules", True))}
+
+
 def _view(repository: Any, health: Any, dead: list[DeadSuiteOut]) -> RepositoryOut:
     """REPOSITORY: a row or an object with id, full_name and default_branch."""
     policy: PolicyOut | None = None
     if health is not None and health.policy:
         policy = {"source": str(health.policy.get("source")), "path": health.policy.get("path"),
-                  "repository": str(health.policy.get("repository") or repository.full_name)}
+                  "repository": str(health.policy.get("repository") or repository.full_name),
+                  "environment": _environment(health.policy.get("environment"))}
     return {"repo": repository.full_name, "default_branch": repository.default_branch, "policy": policy,
             "last_health": _health(health) if health is not None else None, "dead_suites": dead}

@@ -155,11 +155,34 @@ def outcome_out(stored: dict[str, Any] | None) -> OutcomeOut | None:
 
 
 @with_config(CLOSED)
+class EnvironmentOut(TypedDict):
+    """The analysis environment a health ran under (docs/policy.md, "The analysis environment")."""
+
+    python: Annotated[str, Field(description="the Python version the harness ran under", examples=["3.11.7"])]
+    python_asked: Annotated[list[str], Field(description="`harness.python`: the versions the policy asks "
+                                                         "for, most wanted first; empty: prtriage's own")]
+    requirements: Annotated[list[str], Field(description="`harness.requirements`, with those read by "
+                                                         "`harness.requirements_from`")]
+    installed: Annotated[list[str], Field(description="the environment's `pip freeze` (name==version); "
+                                                      "empty: no requirement, the standard library alone")]
+    digest: Annotated[str, Field(description="the environment's content (its Python and every installed "
+                                             "version), part of every cache key")]
+    stub_modules: Annotated[list[str], Field(description="`harness.stub_modules`: stubbed even when "
+                                                         "installed")]
+    stub_missing_modules: Annotated[bool, Field(description="`harness.stub_missing_modules`: a module the "
+                                                            "environment lacks is stubbed (else its import "
+                                                            "fails)")]
+
+
+@with_config(CLOSED)
 class PolicyOut(TypedDict):
     source: Annotated[str, Field(description="base (the repository's own .github/pr-triage.yml), builtin or "
                                              "default")]
     path: str | None
     repository: str
+    environment: Annotated[EnvironmentOut | None, Field(
+        description="An extension of INTERFACES.md: the analysis environment the health ran under; null when "
+                    "not recorded (a health stored before it was, or one that could not run)")]
 
 
 @with_config(CLOSED)

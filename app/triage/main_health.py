@@ -7,6 +7,9 @@ closes no dead suite: a harness that cannot see says nothing about main.
 The breaking commit is searched among the commits since the last health at which the suite was accepted
 (those the push lists, else the compare API's), by bisection: each commit looked at is a doctor of its own,
 kept as a `probe` health, and its validation reuses cached results (validation_cache).
+
+Each health keeps the policy it used (source, path) and its analysis environment (environment_facts): the
+repository page says under which Python and with which packages main was judged.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from app.store.health_checks import (
 from app.store.models import MainHealth, Repository
 from app.store.session import session_scope
 from app.triage.base_policy import policy_with_source
+from app.triage.environment_facts import environment_facts
 
 log = logging.getLogger(__name__)
 
@@ -152,8 +156,10 @@ class Doctor:
         try:
             policy, source = policy_with_source(self.client, owner, repo, sha)
             tree = download_tree(self.client, owner, repo, sha, self.services.trees_dir)
-            matrix, health = doctor_revision(tree, policy, cache_dir=self.services.settings.cache_dir,
-                                             allow_unsandboxed=False, repository=f"{owner}/{repo}")
+            cache_dir = self.services.settings.cache_dir
+            matrix, health = doctor_revision(tree, policy, cache_dir=cache_dir, allow_unsandboxed=False,
+                                             repository=f"{owner}/{repo}")
+            source = {**source, "environment": environment_facts(policy, tree, cache_dir)}
         except (AnalysisError, PolicyError, TarballRefused) as exc:
             log.warning("main health of %s/%s at %s: %s", owner, repo, sha[:12], exc)
             return HealthRecord(self.branch, sha, 0, 0, False, f"could not run: {exc}", source, {}, {})

@@ -24,6 +24,7 @@ from app.service.services import Services
 from app.store.migrate import upgrade
 from app.store.session import make_engine, session_scope
 
+from .browser import browser  # noqa: F401 (the fixture of the browser tests)
 from .html import Node, parse
 from .seed import Seed, seed
 

@@ -140,9 +140,22 @@ def _outcomes(*, broken: bool) -> dict[str, dict[str, Any]]:
                                                 "outcome": "accepted"}}
 
 
+# A Megatron-shaped analysis environment: real torch, CUDA-only packages stubbed, long distribution names.
+LONG_DISTRIBUTION = "nvidia-modelopt-with-a-very-long-distribution-name"
+ENVIRONMENT = {"python": "3.12.11", "python_asked": ["3.12", "3.11"],
+               "requirements": ["torch==2.13.0+cpu", f"{LONG_DISTRIBUTION}==0.35.0", "packaging",
+                                "einops==0.8.1"],
+               "installed": ["einops==0.8.1", "filelock==3.20.0", f"{LONG_DISTRIBUTION}==0.35.0",
+                             "packaging==25.0", "sympy==1.14.0", "torch==2.13.0+cpu",
+                             "typing_extensions==4.15.0"],
+               "digest": "3f2a9c0d1e4b5a67", "stub_modules": ["apex", "transformer_engine"],
+               "stub_missing_modules": True}
+
+
 def _health(sha: str, *, broken: bool) -> HealthRecord:
     return HealthRecord("main", sha, 3, 2 if broken else 3, True, "the default branch's validation ran",
-                        {"source": "repository", "path": ".github/prtriage.yml", "repository": LONG_REPO},
+                        {"source": "repository", "path": ".github/prtriage.yml", "repository": LONG_REPO,
+                         "environment": ENVIRONMENT},
                         {"considered": 3, "captured": 2, "partial": [], "failed": ["tests/test_utils/ci.sh"],
                          "no_entry": [], "disabled": []}, _outcomes(broken=broken))
 

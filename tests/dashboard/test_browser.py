@@ -1,5 +1,6 @@
 """The real page in a real browser: Debian's chromium driven by Playwright against the app served by
-uvicorn on a loopback port, with seeded data. Log in, read the rows, filter, see the charts, screenshot.
+uvicorn on a loopback port (tests/dashboard/browser.py), with seeded data. Log in, read the rows, filter,
+see the charts, screenshot.
 
 Chromium or Playwright missing: a skip with the reason, except under CI=true, where it is a failure.
 PRTRIAGE_DOCS_SCREENSHOT=1 also writes docs/dashboard.png (the README's picture).
@@ -8,63 +9,24 @@ PRTRIAGE_DOCS_SCREENSHOT=1 also writes docs/dashboard.png (the README's picture)
 from __future__ import annotations
 
 import os
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 
+from .browser import served
 from .conftest import TOKEN, build_app
 from .seed import PRIVATE, PRIVATE_TITLE, Seed
 
-CHROMIUM = Path(os.environ.get("PRTRIAGE_CHROMIUM", "/usr/bin/chromium"))
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 DOCS_SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "dashboard.png"
-
-
-def unavailable(reason: str) -> None:
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{reason} (CI=true: the browser test must run)", pytrace=False)
-    pytest.skip(reason)
 
 
 @pytest.fixture
 def live_url(seeded_sqlite: tuple[str, Seed], tmp_path: Path) -> Iterator[str]:
-    """The protected dashboard served by uvicorn on 127.0.0.1 and a port the kernel picked."""
-    app = build_app(seeded_sqlite[0], tmp_path / "data", token=TOKEN)
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.02)
-    yield f"http://127.0.0.1:{listener.getsockname()[1]}"
-    server.should_exit = True
-    thread.join(30)
-    listener.close()
-    app.state.services.close()
-
-
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        unavailable("the playwright package is not installed (pip install playwright)")
-    if not CHROMIUM.exists():
-        unavailable(f"no chromium at {CHROMIUM} (apt-get install chromium)")
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
+    """The protected dashboard served on a loopback port."""
+    with served(build_app(seeded_sqlite[0], tmp_path / "data", token=TOKEN)) as url:
+        yield url
 
 
 def test_log_in_read_filter_and_see_the_charts(browser: Any, live_url: str, seeded: Seed,

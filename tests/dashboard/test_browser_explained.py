@@ -1,27 +1,21 @@
 """The charts, a run's page and a suite's page in a real browser at 1360 and 390 px: every axis label at
 11 px or more as drawn (an SVG's text shrinks with the chart) and none cut by the chart's edge, the last date
 under the acceptance chart included; the pages never scroll sideways, pills stay on one line, and on a phone
-a run's suites are cards. Chromium and Playwright as in test_browser.py (missing: a skip, a failure under
-CI=true)."""
+a run's suites are cards. Chromium and Playwright as in tests/dashboard/browser.py (missing: a skip, a
+failure under CI=true)."""
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 
+from .browser import served
 from .conftest import build_app, seeded_database
-from .test_browser import browser as browser_fixture
 from .test_repositories import LORA, seed_health
 from .test_run_page import BLOCKING, EXPLAINED_SUITES, MINIMAL, stored_run
-
-browser = browser_fixture  # Debian's chromium through Playwright
 
 # Each axis text as drawn: its font size times the chart's scale, and its box against the chart's box.
 MEASURE = """() => [...document.querySelectorAll('svg.chart')].flatMap(svg => {
@@ -44,21 +38,8 @@ def charts_url(tmp_path: Path) -> Iterator[str]:
     seed_health(url)
     summary = {"findings": [{**BLOCKING, "minimal_args": MINIMAL}]}
     stored_run(url, summary=summary, timing={}, suites=EXPLAINED_SUITES, findings=[BLOCKING], number=90)
-    app = build_app(url, tmp_path / "data")
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.02)
-    yield f"http://127.0.0.1:{listener.getsockname()[1]}"
-    server.should_exit = True
-    thread.join(30)
-    listener.close()
-    app.state.services.close()
+    with served(build_app(url, tmp_path / "data")) as served_url:
+        yield served_url
 
 
 @pytest.mark.parametrize("width", [1360, 390])

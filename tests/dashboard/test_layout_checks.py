@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from .browser import chromium
 from .layout import Watch, broken_words, cut_words, low_contrast, overflow
-from .test_browser import CHROMIUM, CHROMIUM_ARGS, unavailable
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 # The dashboard's own rule for long text, which is what breaks pills and shas that lack `nowrap`.
@@ -19,16 +19,8 @@ ANYWHERE = ("<style>body { margin: 0; font: 14px sans-serif } span, code, a { ov
 
 @pytest.fixture(scope="module")
 def page() -> Iterator[Any]:
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        unavailable("the playwright package is not installed (pip install playwright)")
-    if not CHROMIUM.exists():
-        unavailable(f"no chromium at {CHROMIUM} (apt-get install chromium)")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+    with chromium() as browser:
         yield browser.new_page(viewport={"width": 390, "height": 600})
-        browser.close()
 
 
 def test_a_page_wider_than_the_viewport_is_caught_with_its_widest_element(page: Any) -> None:

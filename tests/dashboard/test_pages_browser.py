@@ -9,32 +9,28 @@ Each case saves a full-page screenshot, `<page>-<width>-<scheme>.png`, in the te
 (pytest's `tmp_path`: `<basetemp>/test_<page>_<width>_<scheme>0/`; `pytest --basetemp=DIR` fixes where),
 or in the directory named by `PRTRIAGE_SCREENSHOTS` when set, to look at them side by side.
 
-One chromium and one uvicorn server (on a loopback port, a database seeded by seed_pages: long names, a
-dead suite, a run with its minimal arguments) serve the whole module. Chromium or Playwright missing: a skip
-with the reason, except under CI=true, where it is a failure.
+One chromium and one uvicorn server (tests/dashboard/browser.py: on a loopback port, a database seeded by
+seed_pages: long names, a dead suite, a run with its minimal arguments) serve the whole module. Chromium or
+Playwright missing: a skip with the reason, except under CI=true, where it is a failure.
 """
 
 from __future__ import annotations
 
 import os
-import socket
-import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 
 from app.dashboard.views import suite_url
 from app.store.migrate import upgrade
 from app.store.session import make_engine, session_scope
 
+from .browser import chromium, served
 from .conftest import TOKEN, build_app
 from .layout import Watch, broken_words, cut_words, low_contrast, overflow
 from .seed import LONG_REPO, LONG_SUITE, PagesSeed, seed_pages
-from .test_browser import CHROMIUM, CHROMIUM_ARGS, unavailable
 
 WIDTHS = (1360, 390)
 SCHEMES = ("light", "dark")
@@ -66,42 +62,21 @@ def seeded_pages(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, PagesSe
 
 @pytest.fixture(scope="module")
 def server(seeded_pages: tuple[str, PagesSeed], tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The protected dashboard on 127.0.0.1 and a port the kernel picked, for every case of the module."""
-    app = build_app(seeded_pages[0], tmp_path_factory.mktemp("pages-data"), token=TOKEN)
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    served = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=served.run, kwargs={"sockets": [listener]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not served.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.02)
-    yield f"http://127.0.0.1:{listener.getsockname()[1]}"
-    served.should_exit = True
-    thread.join(30)
-    listener.close()
-    app.state.services.close()
+    """The protected dashboard on a loopback port, for every case of the module."""
+    with served(build_app(seeded_pages[0], tmp_path_factory.mktemp("pages-data"), token=TOKEN)) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        unavailable("the playwright package is not installed (pip install playwright)")
-    if not CHROMIUM.exists():
-        unavailable(f"no chromium at {CHROMIUM} (apt-get install chromium)")
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+def browser() -> Iterator[Any]:
+    with chromium() as launched:
         yield launched
-        launched.close()
 
 
 @pytest.fixture(scope="module")
-def logged_in(chromium: Any, server: str) -> dict[str, Any]:
+def logged_in(browser: Any, server: str) -> dict[str, Any]:
     """The cookies of one login through the form, reused by every case that is not the login page."""
-    context = chromium.new_context()
+    context = browser.new_context()
     page = context.new_page()
     page.goto(server + "/login")
     page.fill("#token", TOKEN)
@@ -123,9 +98,9 @@ def screenshot_dir(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("scheme", SCHEMES)
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("name", PAGES)
-def test_page(chromium: Any, server: str, logged_in: dict[str, Any], seeded_pages: tuple[str, PagesSeed],
+def test_page(browser: Any, server: str, logged_in: dict[str, Any], seeded_pages: tuple[str, PagesSeed],
               name: str, width: int, scheme: str, tmp_path: Path) -> None:
-    context = chromium.new_context(viewport={"width": width, "height": 844}, color_scheme=scheme,
+    context = browser.new_context(viewport={"width": width, "height": 844}, color_scheme=scheme,
                                    storage_state=None if name == "login" else logged_in)
     try:
         page = context.new_page()

@@ -5,6 +5,7 @@ through the app in process, on SQLite and PostgreSQL."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from app.store.queries import upsert_repository
 from app.store.session import make_engine, session_scope
 
 from .conftest import Client, seeded_database
-from .seed import PRIVATE, PUBLIC, Seed
+from .seed import ENVIRONMENT, PRIVATE, PUBLIC, Seed
 
 GOOD, BROKEN, BLIND, PROBE = "1" * 40, "2" * 40, "3" * 40, "4" * 40
 POLICY = {"source": "builtin", "path": "policies/acme/widgets.yml", "repository": PUBLIC}
@@ -92,7 +93,8 @@ def test_the_api_lists_every_repository_with_its_last_health_and_dead_suites(
     vault, widgets = listed
     assert vault == {"repo": PRIVATE, "default_branch": None, "policy": None, "last_health": None,
                      "dead_suites": []}
-    assert widgets["default_branch"] == "main" and widgets["policy"] == POLICY
+    # a health stored without its analysis environment (before it was recorded) still answers, with null
+    assert widgets["default_branch"] == "main" and widgets["policy"] == {**POLICY, "environment": None}
     # the last health is the blind one (probes are not the branch's health)
     assert {k: v for k, v in widgets["last_health"].items() if k != "at"} == {
         "sha": BLIND, "suites": 3, "accepted": 0, "could_analyse": False}
@@ -135,6 +137,7 @@ def test_the_repository_page_shows_health_matrix_chart_dead_suites_windows_and_r
     page = client.page("/repositories/acme/widgets")
     assert "could not analyse" in page.one(id="last-health").text
     assert "builtin" in page.one(id="policy").text
+    assert page.one(id="environment").text.startswith("not recorded")
     [dead] = page.one(id="dead-suites").find_all("tr", cls="dead-suite")
     assert dead["data-suite"] == LORA and BROKEN[:12] in dead.text and "miles/args.py:612" in dead.text
     assert dead.one("td", cls="window").one("a")["href"] == f"/windows/{windows['dead']}"
@@ -154,6 +157,30 @@ def test_the_repository_page_shows_health_matrix_chart_dead_suites_windows_and_r
     assert f"#{windows['dead']}" in open_windows
     runs = page.one(id="recent-runs").find_all("a")
     assert runs[0]["href"] == f"/runs/{seeded.runs['incident']}"
+
+
+def test_the_analysis_environment_of_the_last_health_is_in_the_api_and_on_the_page(
+        with_health: tuple[str, Seed, dict[str, int]], make_client: Callable[..., Client]) -> None:
+    url, _, _ = with_health
+    engine = make_engine(url)
+    try:
+        with session_scope(engine) as session:  # a health written as main health writes one now
+            now = session.get(Repository, 11).created_at  # type: ignore[union-attr]
+            recorded = replace(record(GOOD), policy={**POLICY, "environment": ENVIRONMENT})
+            record_health(session, repository_id=11, record=recorded, at=now)
+    finally:
+        engine.dispose()
+    client = make_client(url)
+    assert client.get("/api/repositories/acme/widgets").json()["policy"] == {**POLICY,
+                                                                             "environment": ENVIRONMENT}
+    facts = client.page("/repositories/acme/widgets").one(id="environment")
+    assert facts.text.startswith("Python 3.12.11 (the policy asks for 3.12 or 3.11); 4 requirements: "
+                                 "torch==2.13.0+cpu, ")
+    assert facts.one(id="stubs").text == ("every module it lacks is stubbed, and stubbed even though "
+                                          "installed: apex, transformer_engine")
+    installed = facts.one("details", id="installed")
+    assert installed.one("summary").text == "7 distributions installed, real in the sandbox"
+    assert "torch==2.13.0+cpu" in [item.text for item in installed.find_all("li")]
 
 
 def test_the_repositories_page_and_the_home_page_link_to_them(

@@ -7,14 +7,20 @@ The repository: the example's trainer (arguments.py, train.py) and twelve CI sui
 
 from __future__ import annotations
 
+import platform
 import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
+from dashboard.html import parse
 from sqlalchemy import select
+from test_environments import make_wheel
 
+from app.analysis.core.policy import Harness
 from app.bundled import bundled
 from app.demo.localgithub import FakeGitHub
+from app.engine.environments import prepare
 from app.store.models import DeadSuite, MainHealth, RiskWindow
 from app.store.session import session_scope
 from app.triage.main_health import bisect
@@ -151,6 +157,41 @@ def test_the_periodic_health_finds_the_breaking_commit_through_the_compare_api(
                                                  (breaking, True)]
     [opened] = dead(service)
     assert (opened["suite"], opened["since"], opened["state"]) == (LORA, breaking, "open")
+
+
+def test_the_health_keeps_its_analysis_environment_and_the_repository_page_shows_it(
+        service: Service, fake_github: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The repository's policy declares a Python, a requirement (a wheel of the test's own, installed by
+    real pip from a local directory) and a module stubbed even when installed: the health records the
+    environment the doctor ran under, the API answers it and the repository page says it."""
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    make_wheel(wheels, "envprobe-pkg", "1.0", "WHERE = 'envprobe 1.0'\n")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(wheels))
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    minor = ".".join(platform.python_version_tuple()[:2])  # the Python prtriage runs on: always there
+    harness = (f"harness:\n  python: ['{minor}']\n  requirements: [envprobe-pkg==1.0]\n"
+               "  stub_modules: [torch]\n")
+    fake_github.add_repo(REPO, installation_id=1)
+    good = land(fake_github, tmp_path, "a good main")
+    fake_github.set_file(REPO, good, REPO_POLICY, (EXAMPLE / "policy.yml").read_text() + harness)
+    push(service, fake_github, None, [good])
+    assert healths(service) == [(good, False, 12, 12, True)]
+    with session_scope(service.services.sessions, read_only=True) as session:
+        stored = session.scalars(select(MainHealth)).one().policy
+    built = prepare(Harness(python=[minor], requirements=["envprobe-pkg==1.0"]), None, tmp_path)
+    assert stored["environment"] == {
+        "python": platform.python_version(), "python_asked": [minor], "requirements": ["envprobe-pkg==1.0"],
+        "installed": ["envprobe-pkg==1.0"], "digest": built.digest, "stub_modules": ["torch"],
+        "stub_missing_modules": True}
+    answer = service.http.get(f"/api/repositories/{REPO}")
+    assert answer.status_code == 200
+    assert answer.json()["policy"] == {"source": "base", "path": REPO_POLICY, "repository": REPO,
+                                       "environment": stored["environment"]}
+    page = parse(service.http.get(f"/repositories/{REPO}").text).one(id="environment")
+    assert page.text.startswith(f"Python {platform.python_version()} (the policy asks for {minor}); "
+                                "1 requirement: envprobe-pkg==1.0; every module it lacks is stubbed, and "
+                                "stubbed even though installed: torch.")
 
 
 def test_bisection_looks_at_few_commits_and_names_the_first_broken_one() -> None:

@@ -20,8 +20,8 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import pytest
 import yaml
+from dashboard.browser import browser  # noqa: F401 (fixture)
 from dashboard.conftest import Client
-from dashboard.test_browser import browser  # noqa: F401 (fixture)
 
 from app.config import ConfigError, Settings
 from app.demo.localgithub import FakeGitHub

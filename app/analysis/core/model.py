@@ -118,6 +118,8 @@ class LearnedAttribute:
     path: str | None
     line: int | None
     upstream: bool = False  # a stubbed or replaced upstream parser ran: it may define the attribute
+    assumed: bool = False  # so the harness gave it the neutral value of its name's shape (no policy default)
+    value: Any = None  # the value assumed
 
 
 @dataclass(frozen=True)

@@ -22,9 +22,15 @@ class PolicyOrigin:
     path: str
     repository: str | None = None
     named_by: str | None = None  # "origin", "--repository", "GITHUB_REPOSITORY", "the pull request"
+    # the policy's globs followed to the analysed revision's older layout (app/analysis/core/layout.py)
+    followed: tuple[str, ...] = ()
 
     def describe(self) -> str:
-        """One line: `policies/radixark/miles.yml (built-in for radixark/miles, from origin)`."""
+        """`policies/radixark/miles.yml (built-in for radixark/miles, from origin)`, then what of it was
+        followed to the revision's older layout, one note a line."""
+        return self._named() + "".join(f"\n  {note}" for note in self.followed)
+
+    def _named(self) -> str:
         if self.source == "option":
             return f"{self.path} (--policy)"
         if self.source == "base":
@@ -37,7 +43,9 @@ class PolicyOrigin:
         return "default (no policy for this repository)"
 
     def to_json(self) -> dict[str, Any]:
-        return {"source": self.source, "path": self.path, "repository": self.repository}
+        # `followed` only when something was: an extension of INTERFACES.md's `policy` object
+        followed = {"followed": list(self.followed)} if self.followed else {}
+        return {"source": self.source, "path": self.path, "repository": self.repository, **followed}
 
 
 def bundled_name(path: Path) -> str:

@@ -50,6 +50,7 @@ from app.analysis.starter.starter_tree import (
 )
 from app.analysis.verdict.doctor import ATTRIBUTE
 from app.analysis.verdict.health import Health
+from app.sandbox.harness.neutral import neutral_default
 
 MIN_OPTIONS = 10  # add_argument calls that make a module-level parse_args the command line's
 MEGATRON_ARGUMENTS = "megatron.training.arguments"
@@ -86,8 +87,6 @@ LAUNCHED_SCRIPT = r"^(?!(?:.*/)?tests?/)(?:.*/)?[^/]+\.py$"
 DEVICE_CHECKS = ("has_cuda_capability",)
 # The machine's own directories, and the sandbox's mount of the tree (`/repo`): never a CI host's.
 HOST_DIRS = frozenset({"repo", "tmp", "proc", "sys", "dev", "usr", "bin", "etc", "lib", "opt", "var", "run"})
-_SIZE = re.compile(r"(?:_size|_num|_count|_degree)$|^num_")
-_SWITCH = re.compile(r"^(?:use|enable|disable|no|skip|overlap|untie|fp\d+|bf16|is|has)(?:_|$)")
 _ABSOLUTE = re.compile(r"(?<![\w.~:/-])(/[\w.+-]+(?:/[\w.+*-]+)*)")
 _MODEL_FLAG = re.compile(r"^--(?:hf|model|ref|critic|tokenizer)[-_]?(?:checkpoint|path|load|model)?", re.I)
 # A Hydra override naming a model directory (`actor_rollout_ref.model.path=/root/models/Qwen/Qwen2.5-0.5B`).
@@ -449,7 +448,7 @@ def _attribute_default(validation: dict[str, Any], text: str, why: dict[str, str
     defaults = validation.setdefault("attribute_defaults", {})
     if name in defaults:
         return []
-    defaults[name] = 1 if _SIZE.search(name) else False if _SWITCH.search(name) else None
+    defaults[name] = neutral_default(name)
     why["validation.attribute_defaults"] = ("options the validator reads that no parser in the tree defines "
                                             "(upstream-owned): a neutral default each; check them")
     return [f"validation.attribute_defaults.{name} = {defaults[name]!r}"]
@@ -464,7 +463,7 @@ def _unset_options(starter: Starter, root: Path, error: Outcome) -> list[str]:
     defaults = starter.policy["validation"].setdefault("attribute_defaults", {})
     changes = []
     for name in dict.fromkeys(re.findall(r"\bargs\.(\w+)", line)):
-        value = 1 if _SIZE.search(name) else False if _SWITCH.search(name) else None
+        value = neutral_default(name)
         if name not in defaults and value is not None:
             defaults[name] = value
             changes.append(f"validation.attribute_defaults.{name} = {value!r}")

@@ -54,6 +54,23 @@ class BaseFailure:
 
 
 @dataclass(frozen=True)
+class Assumed:
+    """An option no parser defined, read where a stubbed or replaced upstream parser parsed: the harness
+    gave it the neutral value of its name's shape, in this many suites of each revision."""
+
+    name: str
+    value: Any
+    base_suites: int
+    head_suites: int
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def describe(self) -> str:
+        return f"{self.name}={self.value!r}"
+
+
+@dataclass(frozen=True)
 class Health:
     suites: int
     scripts: int  # considered by capture (disabled ones excluded)
@@ -73,6 +90,7 @@ class Health:
     lines_reached: bool  # some suite ran one of them at the head
     stubbed_parser_reads: tuple[str, ...]  # args the head reads that a stubbed or replaced parser may define
     drift: tuple[str, ...]  # replacement targets the base lacks, skipped
+    assumed: tuple[Assumed, ...]  # options a stubbed upstream parser may define, given a neutral value
     max_base_failures: float
     fail_open: bool  # the App's check run when blind: neutral (true) or action_required (false)
     could_analyse: bool
@@ -105,6 +123,7 @@ class Health:
             "fixed_at_head": self.fixed_at_head, "suspect_base": self.suspect_base,
             "lines_changed": self.lines_changed, "lines_reached": self.lines_reached,
             "stubbed_parser_reads": list(self.stubbed_parser_reads), "drift": list(self.drift),
+            "assumed": [each.to_json() for each in self.assumed],
         }
 
 
@@ -129,6 +148,7 @@ def assess(matrix: Matrix, base: Mapping[str, SuiteResult], head: Mapping[str, S
         suspect_base=_suspect(failures, len(outcomes), head), lines_changed=lines_changed,
         lines_reached=lines_reached, stubbed_parser_reads=_stubbed_parser_reads(base, head),
         drift=tuple(dict.fromkeys(item for result in base.values() for item in result.drift)),
+        assumed=_assumed(base, head),
         max_base_failures=max_base_failures, fail_open=fail_open,
         could_analyse=True, reason="")
     blind = _blindness(measured, unexercised=lines_changed and not lines_reached and died_before)
@@ -155,6 +175,19 @@ def _stubbed_parser_reads(base: Mapping[str, SuiteResult],
         before = {a.name for a in base[suite_id].learned} if suite_id in base else set()
         names.update((a.name, None) for a in result.learned if a.upstream and a.name not in before)
     return tuple(names)
+
+
+def _assumed(base: Mapping[str, SuiteResult], head: Mapping[str, SuiteResult]) -> tuple[Assumed, ...]:
+    """Every option the harness assumed a neutral value for, at either revision, with its suites' counts."""
+    values: dict[str, Any] = {}
+    counts: dict[str, list[int]] = {}
+    for side, results in enumerate((base, head)):
+        for result in results.values():
+            for attribute in result.learned:
+                if attribute.assumed:
+                    values.setdefault(attribute.name, attribute.value)
+                    counts.setdefault(attribute.name, [0, 0])[side] += 1
+    return tuple(Assumed(name, values[name], *counts[name]) for name in values)
 
 
 def _outcome(results: Mapping[str, SuiteResult], suite_id: str) -> Outcome:
@@ -203,6 +236,14 @@ def _blindness(health: Health, *, unexercised: bool) -> str | None:
 def _seen(health: Health) -> str:
     return (f"the base revision accepts {health.base_accepted} of {health.suites} CI suites "
             f"({_percent(health.accepted_share)})")
+
+
+def assumed_line(health: Health) -> str:
+    """'assumed 3 options a stubbed or replaced upstream parser may define (…): sglang_dp_size=1, …'."""
+    count = len(health.assumed)
+    names = ", ".join(each.describe() for each in health.assumed)
+    return (f"assumed {count} option{'' if count == 1 else 's'} a stubbed or replaced upstream parser may "
+            f"define (no parser here does; neutral by name): {names}")
 
 
 def summary_line(health: Health) -> str:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from app.analysis.core.model import Finding
-from app.analysis.verdict.health import Health, describe, summary_line
+from app.analysis.verdict.health import Health, assumed_line, describe, summary_line
 from app.analysis.verdict.report import CheckReport
 
 Format = Literal["text", "json", "markdown"]
@@ -141,6 +141,8 @@ def health_line(health: Health | None) -> str:
 def health_text(health: Health | None) -> list[str]:
     """The health block of the terminal report: when blind, why, the base's errors and every suite."""
     lines = [health_line(health)]
+    if health is not None and health.assumed:
+        lines.append(assumed_line(health))
     if health is None or health.could_analyse:
         return lines
     lines.append(f"could not analyse: {health.reason}")

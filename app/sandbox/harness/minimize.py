@@ -13,7 +13,7 @@ start again with it) and one per search at the end: the kept arguments' indexes 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -52,7 +52,7 @@ def search(revision: suiterun.Revision, searches: list[dict[str, Any]], send: Se
     from scratch, as a suite runs: the set found, and each of its arguments left out when it is said to be
     minimal. A search whose answer does not hold is searched again, learning as a suite does.
     """
-    learned = tuple(tolerant.ledger.learned)  # the warm-up ran the whole suite in this process
+    learned = dict(tolerant.ledger.learned)  # the warm-up ran the whole suite in this process
     deadline = time.monotonic() + bound.seconds
     rounds: list[tuple[int, float]] = []  # each round's sets and seconds, for the host's log
     running = [_start(raw) for raw in searches]
@@ -60,7 +60,7 @@ def search(revision: suiterun.Revision, searches: list[dict[str, Any]], send: Se
     if learned:
         doubtful = _unconfirmed(revision, running, send, bound, rounds)
         again = [_start(each.suite) for each in doubtful]
-        _rounds(revision, again, send, bound, deadline, rounds, ())
+        _rounds(revision, again, send, bound, deadline, rounds, {})
         running = [each for each in running if each not in doubtful] + again
     for each in running:
         send({"kind": "found", "search": each.suite["id"], "kept": list(each.flags.best),
@@ -68,7 +68,7 @@ def search(revision: suiterun.Revision, searches: list[dict[str, Any]], send: Se
 
 
 def _rounds(revision: suiterun.Revision, running: list[_Search], send: Send, bound: Bound, deadline: float,
-            rounds: list[tuple[int, float]], learned: tuple[str, ...]) -> None:
+            rounds: list[tuple[int, float]], learned: Mapping[str, Any]) -> None:
     for _ in range(bound.rounds):
         active = [s for s in running if not s.flags.done]
         if not active or time.monotonic() >= deadline:
@@ -86,7 +86,7 @@ def _start(raw: dict[str, Any]) -> _Search:
 
 
 def _round(revision: suiterun.Revision, active: list[_Search], send: Send, bound: Bound,
-           learned: tuple[str, ...]) -> int:
+           learned: Mapping[str, Any]) -> int:
     """One round of every active search; returns how many sets it tried."""
     asked = [(each, candidate, f"{each.suite['id']}~minimal-{number}-{index}")
              for number, each in enumerate(active) for index, candidate in enumerate(each.flags.candidates())]
@@ -109,7 +109,7 @@ def _unconfirmed(revision: suiterun.Revision, running: list[_Search], send: Send
         asked += [(each, kept, f"{each.suite['id']}~confirm-{number}-{index}")
                   for index, kept in enumerate(sets)]
     started = time.monotonic()
-    where = _try(revision, asked, send, bound, ())
+    where = _try(revision, asked, send, bound, {})
     rounds.append((len(asked), round(time.monotonic() - started, 3)))
     doubtful = []
     for each in running:
@@ -120,7 +120,7 @@ def _unconfirmed(revision: suiterun.Revision, running: list[_Search], send: Send
 
 
 def _try(revision: suiterun.Revision, asked: list[tuple[_Search, tuple[int, ...], str]], send: Send,
-         bound: Bound, learned: tuple[str, ...]) -> dict[str, tuple[Any, Any] | None]:
+         bound: Bound, learned: Mapping[str, Any]) -> dict[str, tuple[Any, Any] | None]:
     """Where each set is rejected (None: not rejected), its sets forked from this process at most `workers`
     at once, each starting with LEARNED learned."""
     batch = [{**each.suite, "id": trial, "argv": list(flagsearch.join(each.units, candidate))}

@@ -17,7 +17,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import FrameType
 from typing import TYPE_CHECKING, Any
@@ -74,8 +74,9 @@ def run_suite(revision: Revision, suite: dict[str, Any]) -> dict[str, Any]:
     outcome = outcome_mode(revision, suite)
     lines_hit = linewatch.lines_hit()  # outcome mode's run only, as the suite's job would run
     upstream = tolerant.ledger.upstream_stood_in
-    learned = [{"name": n, "path": p, "line": line, "upstream": upstream}
-               for n, (p, line) in tolerant.ledger.learned_at.items()]
+    assumed = tolerant.ledger.assumed
+    learned = [{"name": n, "path": p, "line": line, "upstream": upstream, "assumed": n in assumed,
+                "value": assumed.get(n)} for n, (p, line) in tolerant.ledger.learned_at.items()]
     events: list[dict[str, Any]] = []
     if outcome["outcome"] != "accepted":
         remaining = revision.suite_seconds - (time.monotonic() - started)
@@ -87,12 +88,13 @@ def run_suite(revision: Revision, suite: dict[str, Any]) -> dict[str, Any]:
             "imported": imported.repo_modules(revision.repo)}
 
 
-def outcome_only(revision: Revision, suite: dict[str, Any], learned: tuple[str, ...] = ()) -> dict[str, Any]:
+def outcome_only(revision: Revision, suite: dict[str, Any],
+                 learned: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The suite's outcome alone, from the same fresh state as `run_suite`'s but for the attributes LEARNED
     already (minimize.py's sets: no record mode, nothing learned or imported to report)."""
     fsfakes.fresh_overlay()
     tolerant.ledger.reset()
-    tolerant.learn_ahead(learned)
+    tolerant.learn_ahead(learned or {})
     linewatch.reset()
     return outcome_mode(revision, suite)
 

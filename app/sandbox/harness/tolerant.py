@@ -18,13 +18,14 @@ import re
 import shutil
 import sys
 import types
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # inside the sandbox the harness directory is on sys.path, siblings are top-level modules
-    from app.sandbox.harness import memo, repoline, stubs
+    from app.sandbox.harness import memo, neutral, repoline, stubs
 else:
     import memo
+    import neutral
     import repoline
     import stubs
 
@@ -58,6 +59,9 @@ class Ledger:
         self.defined_options: set[str] = set()
         self.tolerated_flags: dict[str, None] = {}  # ordered set
         self.learned: dict[str, Any] = {}
+        # learned with the neutral value of its name's shape (no policy default), a stubbed or replaced
+        # upstream parser having parsed: that parser would most likely have defined it (neutral.py)
+        self.assumed: dict[str, Any] = {}
         self.learned_at: dict[str, tuple[str | None, int | None]] = {}
         # an upstream parser stood in for (replaced, or fed to absent code) parsed in this run: what no
         # parser defined may be what it would have, so a read of it is blindness, not the repository's
@@ -165,10 +169,10 @@ def _namespace_miss(self: argparse.Namespace, name: str) -> Any:
     raise error
 
 
-def learn_ahead(names: Iterable[str]) -> None:
-    """NAMES learned before the entry runs, with the defaults `learn_from` would give them."""
-    for name in names:
-        ledger.learned[name] = copy.deepcopy(ledger.attribute_defaults.get(name))
+def learn_ahead(learned: Mapping[str, Any]) -> None:
+    """LEARNED (names and the values `learn_from` gave them) learned before the entry runs."""
+    for name, value in learned.items():
+        ledger.learned[name] = copy.deepcopy(value)
 
 
 def learn_from(exc: BaseException, fallback: tuple[str | None, int | None]) -> bool:
@@ -178,10 +182,20 @@ def learn_from(exc: BaseException, fallback: tuple[str | None, int | None]) -> b
     name = exc.name
     if not isinstance(name, str) or name in ledger.learned:
         return False
-    ledger.learned[name] = copy.deepcopy(ledger.attribute_defaults.get(name))
+    ledger.learned[name] = _default_of(name)
     where = getattr(exc, "__prtriage_where__", (None, None))
     ledger.learned_at[name] = where if where[0] is not None else fallback
     return True
+
+
+def _default_of(name: str) -> Any:
+    """The policy's default for NAME; else, where a stubbed or replaced upstream parser parsed in this run
+    (it may define NAME: `sglang_data_parallel_size` read after ServerArgs.add_cli_args), the neutral value
+    of its name's shape, assumed and reported; else None."""
+    if name in ledger.attribute_defaults or not ledger.upstream_stood_in:
+        return copy.deepcopy(ledger.attribute_defaults.get(name))
+    ledger.assumed[name] = neutral.neutral_default(name)
+    return ledger.assumed[name]
 
 
 def set_unknown_flags(namespace: argparse.Namespace, unknown: list[str]) -> None:

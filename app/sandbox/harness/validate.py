@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hmac
 import importlib
+import importlib.util
 import inspect
 import os
 import secrets
@@ -87,12 +88,15 @@ class Job:
         except tolerant.ReplacementError as exc:
             raise leader.ImportFailure(str(exc)) from None
         entries = {str(s.get("entry") or "") for s in self.suites}
+        if not self.to_boundary:
+            try:
+                entry = self._import_entry()
+            except EntryAbsent as exc:
+                self._to_boundary_instead(str(exc))
         if self.to_boundary:
             entry = entryscript.launch(self.repo)
             with boundary.armed():
                 entryscript.prime_launches(self.repo, entries)
-        else:
-            entry = self._import_entry()
         if self.validation.get("run_entry_script") and not self.to_boundary:
             entryscript.prime(self.repo, entries)
         return suiterun.Revision(repo=self.repo, entry=entry, base_env=self.base_env,
@@ -112,7 +116,17 @@ class Job:
                 return self._import_one(target)
             except leader.ImportFailure as exc:
                 failures.append(str(exc))
+        if all(_absent(target) for target in alternatives):
+            raise EntryAbsent(f"validation.entry {' or '.join(alternatives)}: none exists at this revision")
         raise leader.ImportFailure("; ".join(failures))
+
+    def _to_boundary_instead(self, reason: str) -> None:
+        """A revision older (or newer) than the policy's named validator: each suite's own launch runs to its
+        training boundary instead, which needs no validator's name; drift every suite reports."""
+        self.to_boundary = True
+        self.base_env.setdefault("HYDRA_FULL_ERROR", "1")
+        boundary.install(self.repo)
+        tolerant.skipped.append(f"{reason}; each launch ran to its training boundary instead")
 
     def _import_one(self, target: str) -> Any:
         module_name, _, function = target.partition(":")
@@ -143,6 +157,25 @@ class Job:
             where = f" ({path}:{line})" if path else ""
             raise leader.ImportFailure(f"the validation entry {target} does not import as a Hydra "
                                        f"application: {type(exc).__name__}: {exc}{where}") from None
+
+
+class EntryAbsent(leader.ImportFailure):
+    """No named validator exists at this revision (its module or its function), as opposed to one that
+    exists and fails to import: the former is drift, the latter the revision's own breakage."""
+
+
+def _absent(target: str) -> bool:
+    """TARGET's module or its function does not exist at this revision (a failing import is not absence)."""
+    module_name, _, function = target.partition(":")
+    try:
+        if importlib.util.find_spec(module_name) is None:
+            return True
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:  # the module or a package above it, not something it imports
+        return bool(exc.name) and (module_name == exc.name or module_name.startswith(f"{exc.name}."))
+    except (Exception, SystemExit):
+        return False
+    return not hasattr(module, function.split(".")[0])
 
 
 def _instance_method(owner: Any, name: str) -> Any:

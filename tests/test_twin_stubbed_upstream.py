@@ -1,0 +1,136 @@
+"""Options of a stubbed upstream parser read by the repository's validation, through real `prtriage check`.
+
+radixark/miles from 2026-03 on: `validate_args` sets `args.sglang_dp_size = args.sglang_data_parallel_size`
+and compares it (`if args.sglang_dp_size > 1`). SGLang's `ServerArgs.add_cli_args(parser)` defines that
+option; SGLang is absent here (stubbed), so no parser defined it, the harness learned None and every base
+suite failed with a TypeError: the analysis was blind on every commit of those months. Where a stubbed or
+replaced upstream parser parsed, such an option gets the neutral value of its name's shape, listed in the
+health as assumed; where every parser ran for real, reading an option none defines still blocks.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from harness_twin import line_of
+from test_twin_boundary import git, write_repo
+from twin.cli import prtriage
+
+SGLANG_TRAIN = '''\
+import argparse
+
+import torch.distributed as dist
+from sglang.srt.server_args import ServerArgs
+
+
+def parse_args():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tp", type=int, default=1)
+    parser.add_argument("--world", type=int, default=8)
+    ServerArgs.add_cli_args(parser)  # SGLang's own options
+    return parser.parse_args()
+
+
+def validate(args):
+    args.sglang_dp_size = args.sglang_data_parallel_size
+    if args.sglang_dp_size > 1:
+        assert args.sglang_enable_dp_attention, "dp > 1 needs dp attention"
+    assert args.world % args.tp == 0, "world size must divide by tp"
+
+
+def main():
+    args = parse_args()
+    validate(args)
+    dist.init_process_group(backend="nccl")
+
+
+if __name__ == "__main__":
+    main()
+'''
+SGLANG_LINES = ("from sglang.srt.server_args import ServerArgs\n",
+                "    ServerArgs.add_cli_args(parser)  # SGLang's own options\n",
+                "    args.sglang_dp_size = args.sglang_data_parallel_size\n",
+                "    if args.sglang_dp_size > 1:\n",
+                '        assert args.sglang_enable_dp_attention, "dp > 1 needs dp attention"\n')
+PLAIN_TRAIN = SGLANG_TRAIN
+for _line in SGLANG_LINES:
+    assert _line in PLAIN_TRAIN
+    PLAIN_TRAIN = PLAIN_TRAIN.replace(_line, "")  # every parser real: argparse's alone
+POLICY = r'''# no validator named: each launch runs until training would start
+version: 1
+matrix:
+  sources:
+    - kind: record_launches
+      scripts: ["tests/test_*.py"]
+      entry: '(^|/)train\.py$'
+harness:
+  stub_modules: [torch, sglang]
+  limits: {suite_seconds: 30}
+'''
+CI_SCRIPT = '''\
+import subprocess
+
+subprocess.run(["python3", "train.py", "--tp", "{tp}", "--world", "8"], check=True)
+'''
+MARKER = '    assert args.world % args.tp == 0, "world size must divide by tp"\n'
+COMMIT = ("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q")
+
+
+def pull_request(tmp_path: Path, train: str, added: str) -> Path:
+    """A repository whose `main` launches train.py with --tp 2 and --tp 4, and a branch `pr` adding ADDED
+    after the validator's last assert."""
+    ci = {f"tests/test_tp{tp}.py": CI_SCRIPT.replace("{tp}", str(tp)) for tp in (2, 4)}
+    repo = write_repo(tmp_path, {"train.py": train, **ci})
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, *COMMIT, "-m", "base")
+    git(repo, "checkout", "-qb", "pr")
+    path = repo / "train.py"
+    path.write_text(path.read_text().replace(MARKER, MARKER + added))
+    git(repo, *COMMIT, "-am", "change the validator")
+    (tmp_path / "policy.yml").write_text(POLICY)
+    return repo
+
+
+def check(tmp_path: Path, repo: Path, form: str = "json") -> tuple[int, str]:
+    run = prtriage("check", "--repo", str(repo), "--base", "main", "--head", "pr", "--policy",
+                   str(tmp_path / "policy.yml"), "--format", form, cache_dir=tmp_path / "cache")
+    assert run.returncode in (0, 1), run.describe()
+    return run.returncode, run.stdout
+
+
+def test_an_option_a_stubbed_upstream_parser_defines_is_assumed_and_the_analysis_sees(tmp_path: Path) -> None:
+    repo = pull_request(tmp_path, SGLANG_TRAIN, '    assert args.tp < 4, "tp 4 is not supported yet"\n')
+    status, out = check(tmp_path, repo)
+    report = json.loads(out)
+    health = report["health"]
+    # before: both base suites failed with "'>' not supported between 'NoneType' and 'int'", blind (exit 3)
+    assert health["could_analyse"] is True, health["reason"]
+    assert health["base"] == {"accepted": 2, "rejected": 0, "error": 0, "accepted_share": 1.0}
+    assert health["assumed"] == [
+        {"name": "sglang_data_parallel_size", "value": 1, "base_suites": 2, "head_suites": 2}]
+    # the real change is still caught, at its line, for the one suite it rejects
+    assert status == 1
+    [finding] = [f for f in report["findings"] if f["severity"] == "blocking"]
+    assert (finding["kind"], finding["suites"]) == ("new_rejection", ["tests/test_tp4.py"])
+    assert (finding["path"], finding["line"]) == ("train.py", line_of(repo, "train.py", "assert args.tp < 4"))
+    # and the assumption is said in the text report too
+    _, text = check(tmp_path, repo, "text")
+    assert ("assumed 1 option a stubbed or replaced upstream parser may define (no parser here does; neutral "
+            "by name): sglang_data_parallel_size=1") in text
+
+
+def test_reading_an_option_no_parser_defines_still_blocks_where_every_parser_ran(tmp_path: Path) -> None:
+    added = "    args.tp_per_stage = args.tp // (args.pipeline_size or 1)\n"  # AttributeError on CI
+    repo = pull_request(tmp_path, PLAIN_TRAIN, added)
+    status, out = check(tmp_path, repo)
+    report = json.loads(out)
+    health = report["health"]
+    assert health["assumed"] == [] and health["stubbed_parser_reads"] == []
+    assert status == 1
+    blocking = {f["message"]: f for f in report["findings"] if f["severity"] == "blocking"}
+    finding = blocking["reads args.pipeline_size, which no parser defines"]
+    assert finding["suites"] == ["tests/test_tp2.py", "tests/test_tp4.py"]
+    assert (finding["path"], finding["line"]) == (
+        "train.py", line_of(repo, "train.py", "args.tp_per_stage = "))
