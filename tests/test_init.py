@@ -20,7 +20,7 @@ from twin.miles import build_miles_twin
 from app.analysis.core.model import CaptureFailure, Matrix, Outcome, Suite, SuiteResult
 from app.analysis.core.policy import parse_policy
 from app.analysis.starter.starter import LAUNCHED_SCRIPT, detect, refine, render
-from app.analysis.starter.starter_tree import NoValidator, requirements_for
+from app.analysis.starter.starter_tree import NoValidator, Starter, requirements_for
 from app.analysis.verdict.health import assess
 
 TWIN_POLICY = Path(__file__).parent / "twin" / "policy.yml"
@@ -897,3 +897,42 @@ def test_boundary_mode_makes_the_config_stack_real_even_where_init_runs_without_
     starter = detect(write(tmp_path, files))
     assert starter.policy["harness"]["real_packages"] == ["hydra", "packaging"]
     assert starter.policy["harness"]["requirements"] == ["hydra-core==1.4.0.dev1", "packaging"]
+
+
+def test_refine_makes_torch_real_where_its_stub_failed_validation_at_a_line_using_it(tmp_path: Path) -> None:
+    # verl from a plain install (no torch beside prtriage): 6 of 38 suites failed at `FP8_MIN = -FP8_MAX`
+    # (`FP8_MAX = torch.finfo(FP8_DTYPE).max` on a stub), run at the import of verl/utils/kernel/fp8_kernel.py
+    root = verl_shaped(tmp_path)
+    write(root, {
+        "verl/utils/kernel/fp8_kernel.py": "import logging\n\nimport torch\n\n"
+                                           "FP8_DTYPE = torch.float8_e4m3fn\n"
+                                           "FP8_MAX = torch.finfo(FP8_DTYPE).max\nFP8_MIN = -FP8_MAX\n",
+        "verl/utils/lazy.py": "def dtype(name):\n    import torch\n\n    return getattr(torch, name)\n",
+        "verl/utils/typed.py": "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    import torch\n\n"
+                               "def size(x: 'torch.Tensor'):\n    return x.shape\n",
+        "verl/utils/aliased.py": "from torch import finfo as fi\n\nLIMIT = fi(None).max\n"})
+    starter = detect(root)
+    stubbed = {"torch.__version__": "2.9.0", "vllm.__version__": "0.12.0"}
+    starter.policy["harness"]["stub_attributes"] = stubbed
+    suite = Suite("a", "r", ("x=1",), entry="verl.trainer.main_ppo")
+
+    def failing_at(path: str, line: int, policy: Starter = starter) -> Starter:
+        outcome = Outcome("error", "TypeError", "bad operand type for unary -: 'StubModule'", path, line)
+        health = assess(Matrix((suite,), scripts=1, captured=1), {"a": SuiteResult("a", outcome)}, {}, {})
+        return refine(policy, (suite,), health, root)
+
+    # a torch imported in a function body, or only for type checking, was not what validation ran at import;
+    # a line not naming torch is the repository's own failure
+    for path, line in [("verl/utils/lazy.py", 4), ("verl/utils/typed.py", 7),
+                       ("verl/utils/kernel/fp8_kernel.py", 1)]:
+        assert "torch" not in failing_at(path, line).policy["harness"]["real_packages"], (path, line)
+    for path, line in [("verl/utils/kernel/fp8_kernel.py", 7), ("verl/utils/kernel/fp8_kernel.py", 6),
+                       ("verl/utils/aliased.py", 3)]:
+        refined = failing_at(path, line)
+        harness = refined.policy["harness"]
+        assert "torch" in harness["real_packages"] and "torch==2.13.0" in harness["requirements"]
+        assert harness["limits"] == {"memory_mb": 8192, "suite_seconds": 120}
+        assert harness["stub_attributes"] == {"vllm.__version__": "0.12.0"}  # the real torch has its own
+        assert f"the stub failed at {path}:{line}" in refined.rounds[-1][-1]
+        parse_policy(render(refined), "starter")
+        assert not any("torch" in change for change in failing_at(path, line, refined).rounds[-1])

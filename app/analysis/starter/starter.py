@@ -34,18 +34,18 @@ from app.analysis.core.tree_reading import Module, read_modules, read_text
 from app.analysis.sources.registry import KINDS
 from app.analysis.starter.starter_offline import offline_answer
 from app.analysis.starter.starter_shapes import detect_shape
+from app.analysis.starter.starter_torch import real_torch
 from app.analysis.starter.starter_tree import (
     REQUIREMENTS_WHY,
+    TORCH_LIMITS,
     NoValidator,
     Starter,
-    config_stack,
     import_names,
     imported_modules,
     installed,
     is_test,
+    packages_harness,
     pinned_version,
-    real_packages,
-    requirements_for,
     stub_versions,
 )
 from app.analysis.verdict.doctor import ATTRIBUTE
@@ -79,9 +79,6 @@ HF_CONFIG = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "num_
              "num_key_value_heads": 8, "hidden_size": 2048, "intermediate_size": 11008, "vocab_size": 151936,
              "max_position_embeddings": 32768, "rope_theta": 1000000.0, "tie_word_embeddings": True}
 LAUNCHERS = ["python", "python3", "torchrun", "ray"]
-# Packages that parse and check configurations, by import name: their distributions.
-CONFIG_DISTRIBUTIONS = {"hydra": "hydra-core", "omegaconf": "omegaconf", "pydantic": "pydantic",
-                        "yaml": "pyyaml", "tyro": "tyro"}
 # With no validator recognised, every Python script a CI launch starts is run to its training boundary, but
 # for the tests' own helpers: CI scripts run them after the training to check its outputs (NeMo RL's
 # `tests/check_metrics.py` reads the metrics the run wrote), which no run here has written.
@@ -108,7 +105,7 @@ def detect(root: Path) -> Starter:
         entry_pattern = _launched_entry(validation["entry"], validation["paths"], modules)
         found = f"found the validator {validation['entry']}, but"
     except NoValidator as exc:
-        validation, used, entry_pattern = {"mode": "boundary"}, _launchable(root, modules), LAUNCHED_SCRIPT
+        validation, used, entry_pattern = {"mode": "boundary"}, [], LAUNCHED_SCRIPT
         starter.why["validation.mode"] = (f"{exc}: each CI launch's own script runs until training would "
                                           "start (its training boundary)")
         found = f"{exc}, and"
@@ -122,13 +119,12 @@ def detect(root: Path) -> Starter:
     starter.policy["matrix"] = {"sources": [source for source, _ in sources]}
     for index, (_, reason) in enumerate(sources):
         starter.why[f"matrix.sources[{index}]"] = reason
-    if validation.get("mode") == "boundary":  # what the launched programs import is what validation runs
-        launched = _launched_programs(root, [source for source, _ in sources], modules)
-        used = list({m.name: m for m in [*used, *launched]}.values())
-    deeper = [m for u in used for m in imported_modules(u, modules)]
     boundary = validation.get("mode") == "boundary"
-    stack = config_stack([*modules.values(), *used]) if boundary else []
-    starter.policy["harness"] = _harness(root, [*used, *deeper], modules, stack)
+    if boundary:  # what the launched programs import is what validation runs
+        used = _launched_programs(root, [source for source, _ in sources], modules)
+    deeper = [m for u in used for m in imported_modules(u, modules)]
+    stack_from = [*modules.values(), *used] if boundary else []
+    starter.policy["harness"] = _harness(root, [*used, *deeper], modules, stack_from)
     _add_needs(starter.policy["harness"], [source for source, _ in sources], root)
     if boundary:
         versions = stub_versions(root, [*modules.values(), *used], starter.policy["harness"]["real_packages"])
@@ -152,28 +148,29 @@ _PROGRAM = re.compile(r"(?:\$\{?\w+\}?/|\./)?((?:[\w.+-]+/)*[\w.+-]+\.py)\b")
 
 
 def _launched_programs(root: Path, sources: list[dict[str, Any]], modules: dict[str, Module]) -> list[Module]:
-    """The tree's Python programs the sources' CI scripts name (`python ${REPO_PATH}/examples/x/train.py`):
-    run to their boundary, they import what validation needs real (Hydra composing its config)."""
+    """The programs a CI launch may start, run to their boundary with no validator: what they import is
+    what validation needs real (Hydra composing its config). The tree's scripts (a `__main__` block outside
+    the tests), and the tree's Python programs the sources' CI scripts name (`python
+    ${REPO_PATH}/examples/x/train.py`); both read from `examples/` too, which detection's modules leave out
+    and where launched programs often live."""
+    examples = read_modules(root / "examples", lambda text: "__main__" in text) \
+        if (root / "examples").is_dir() else {}
+    found = {m.path: m for m in [*modules.values(), *(_under("examples", m) for m in examples.values())]
+             if not is_test(m) and "__main__" in m.source and "__name__" in m.source}
     globs = [g for source in sources for g in source.get("scripts", [])]
-    found: dict[str, Module] = {}
     for path in sorted(root.rglob("*")) if globs else []:
         relative = path.relative_to(root).as_posix()
         if not path.is_file() or not any(path_matches(relative, g) for g in globs):
             continue
         for program in _PROGRAM.findall(read_text(path)):
             if program != relative and program not in found and (root / program).is_file():
-                # read here: detection's modules leave out examples/, where launched programs often live
                 found[program] = Module(program[:-3].replace("/", "."), program, read_text(root / program))
     return list(found.values())
 
 
-def _launchable(root: Path, modules: dict[str, Module]) -> list[Module]:
-    """The scripts a launch may start (a `__main__` block outside the tests; `examples/`, which reading the
-    tree's modules skips, too): with no validator, what their imports need real is what validation needs."""
-    examples = read_modules(root / "examples", lambda text: "__main__" in text) \
-        if (root / "examples").is_dir() else {}
-    return [m for m in [*modules.values(), *examples.values()]
-            if not is_test(m) and "__main__" in m.source and "__name__" in m.source]
+def _under(directory: str, module: Module) -> Module:
+    """MODULE, read from DIRECTORY of the tree, named from the tree's root."""
+    return Module(f"{directory}.{module.name}", f"{directory}/{module.path}", module.source)
 
 
 def _required_python(root: Path) -> str | None:
@@ -350,29 +347,12 @@ def _recording(entry_pattern: str, modules: dict[str, Module]) -> dict[str, Any]
             "env_from": ["runtime_env_json"] if ray_jobs else ["exported"]}
 
 
-def _harness(root: Path, used: list[Module], modules: dict[str, Module], stack: list[str]) -> dict[str, Any]:
-    real = sorted({*real_packages(used, modules), *stack})
-    requirements = requirements_for(real, root)
-    for name, distribution, version in _pinned_config_packages(root, used, modules):
-        if name not in real:  # pinned by the tree, absent here: a stubbed config model validates nothing
-            real.append(name)
-            requirements.append(f"{distribution}=={version}")
-    harness: dict[str, Any] = {"stub_missing_modules": True, "real_packages": sorted(real),
-                               "requirements": requirements}
-    if "torch" in real:
-        harness["limits"] = {"memory_mb": 8192}  # importing torch maps more than 4 GiB of address space
+def _harness(root: Path, used: list[Module], modules: dict[str, Module],
+             stack_from: list[Module]) -> dict[str, Any]:
+    harness: dict[str, Any] = packages_harness(root, used, modules, stack_from=stack_from)
+    if "torch" in harness["real_packages"]:
+        harness["limits"] = {"memory_mb": TORCH_LIMITS["memory_mb"]}
     return harness
-
-
-def _pinned_config_packages(root: Path, used: list[Module],
-                            modules: dict[str, Module]) -> Iterator[tuple[str, str, str]]:
-    """The configuration packages the validation imports and the tree pins (`uv.lock`, `==X`), whether or
-    not this machine has them: a stubbed OmegaConf or pydantic model validates nothing."""
-    imported = {name.split(".")[0] for m in used for node in ast.walk(m.tree) for name in import_names(node)}
-    for name in sorted(imported & CONFIG_DISTRIBUTIONS.keys() - {n.split(".")[0] for n in modules}):
-        version = pinned_version(root, CONFIG_DISTRIBUTIONS[name], exact=True)
-        if version is not None:
-            yield name, CONFIG_DISTRIBUTIONS[name], version
 
 
 def refine(starter: Starter, suites: Iterable[Suite], health: Health, root: Path | None = None) -> Starter:
@@ -397,6 +377,7 @@ def refine(starter: Starter, suites: Iterable[Suite], health: Health, root: Path
             changes += _asks_absent_package(refined, root, group.example)
         changes += _runner_variables(refined, root, health)
         changes += _package_versions(refined, root, errors)
+        changes += real_torch(refined, root, (group.example for group in health.errors))
     refined.rounds.append(changes)
     return refined
 

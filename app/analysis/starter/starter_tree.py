@@ -128,12 +128,13 @@ def requirements_for(real: list[str], root: Path) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def packages_harness(root: Path, used: list[Module], modules: dict[str, Module]) -> dict[str, Any]:
+def packages_harness(root: Path, used: list[Module], modules: dict[str, Module],
+                     stack_from: Iterable[Module] = ()) -> dict[str, Any]:
     """The harness's packages: the real ones the USED modules import that this machine has, and the
-    configuration stack they import whether or not it has it (a stubbed Hydra or pydantic validates
-    nothing, and what runs `init` decides nothing of CI's environment), with the requirements that install
-    them; any other missing module stubbed."""
-    real = sorted({*real_packages(used, modules), *config_stack(used)})
+    configuration stack they (and STACK_FROM, modules a launch may import beside them) import whether or
+    not it has it (a stubbed Hydra or pydantic validates nothing, and what runs `init` decides nothing of
+    CI's environment), with the requirements that install them; any other missing module stubbed."""
+    real = sorted({*real_packages(used, modules), *config_stack([*used, *stack_from])})
     return {"stub_missing_modules": True, "real_packages": real, "requirements": requirements_for(real, root)}
 
 
