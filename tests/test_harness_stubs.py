@@ -100,6 +100,22 @@ def test_stub_values_survive_arithmetic_comparison_iteration_and_with(tmp_path: 
     assert result == [False, True, True, False, False, [], 0, 0, True, True, []]
 
 
+def test_a_stubbed_attribute_of_an_instance_computes_at_import(tmp_path: Path) -> None:
+    # slime and miles before 2026-01 (slime/utils/fp8_kernel.py, imported by validation): with torch absent,
+    # `-torch.finfo(...).max` at module top failed "bad operand type for unary -: 'StubMeta'" on every suite
+    result = run_repo_module(tmp_path, """
+        import torch
+
+        FP8_MAX = torch.finfo(torch.float8_e4m3fn).max
+        FP8_MIN = -FP8_MAX
+        scaled = [abs(FP8_MAX), +FP8_MAX, ~FP8_MAX, FP8_MAX * 2, 1 / FP8_MAX, FP8_MAX - 1, FP8_MAX ** 2]
+        hint = torch.Tensor | None
+        RESULT = [FP8_MIN is FP8_MAX, all(v is FP8_MAX for v in scaled), repr(hint).count("|"),
+                  FP8_MIN < 0]
+    """)
+    assert result == [True, True, 1, False]
+
+
 def test_a_stubbed_constant_used_as_a_path_or_a_number(tmp_path: Path) -> None:
     # RLinf-shaped: `Path(huggingface_hub.constants.HF_HOME) / "lerobot"` at import, huggingface_hub absent
     result = run_repo_module(tmp_path, """

@@ -368,6 +368,21 @@ class StubMeta(abc.ABCMeta):
     def __float__(cls) -> float:
         return 0.0
 
+    def _same_class(cls, *_: Any) -> Any:
+        return cls
+
+    def _never_class(cls, other: Any) -> bool:
+        return False
+
+    # An absent package's attribute read off an instance is a stub class (`torch.finfo(dtype).max`), and
+    # repository modules compute with it at import (`FP8_MIN = -FP8_MAX`, `scale * 2`): the class answers
+    # as its instances do. `|` is left to `type` (`torch.Tensor | None` is a hint), equality too.
+    __lt__ = __le__ = __gt__ = __ge__ = _never_class
+    __neg__ = __pos__ = __abs__ = __invert__ = _same_class
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _same_class
+    __truediv__ = __rtruediv__ = __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = _same_class
+    __pow__ = __rpow__ = __matmul__ = __rmatmul__ = _same_class
+
 
 _DECORATED = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, type, staticmethod,
               classmethod, property, functools.partial)
