@@ -153,6 +153,7 @@ def call_entry(revision: Revision, suite: dict[str, Any]) -> BaseException | Non
     sys.argv = [_entry_path(revision.repo, suite.get("entry") or ""), *suite["argv"]]
     printed, stderr = _Tail(sys.stderr), sys.stderr
     sys.stderr = printed
+    state = imported.ModuleState(revision.repo) if revision.to_boundary else None
     try:
         with boundary.armed() if revision.to_boundary else contextlib.nullcontext():
             revision.entry()
@@ -164,6 +165,8 @@ def call_entry(revision: Revision, suite: dict[str, Any]) -> BaseException | Non
         return _with_usage_error(exc, printed.text())
     finally:
         sys.stderr = stderr
+        if state is not None:
+            state.restore()
     return None
 
 
