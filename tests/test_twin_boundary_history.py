@@ -2,8 +2,9 @@
 before `parse_and_validate_args`, 2025-11 to 2026-04): each entry script goes through `initialize_megatron`,
 which asserts a GPU before it parses, validates, then sets process-wide globals once per process and builds
 the tokenizer from a vocabulary file CI mounts, and only then touches the device. Every base suite of the
-real history failed at one of these three (`Megatron requires CUDA.`, `args is already initialized.`, a
-FileNotFoundError for `/mnt/artifacts/.../vocab.json`); the twin reproduces each in the real sandbox.
+real history failed at one of these (`Megatron requires CUDA.`, `args is already initialized.`, a
+FileNotFoundError for `/mnt/artifacts/.../vocab.json`, `tokenizer_path: /mnt/artifacts/... is invalid`);
+the twin reproduces each in the real sandbox.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from test_twin_boundary import boundary_policy, launch, write_repo
 from app.analysis.core.model import Outcome
 
 GLOBAL_VARS = '''\
+import os
+
 _GLOBAL_ARGS = None
 
 
@@ -23,6 +26,9 @@ def set_global_variables(args):
     global _GLOBAL_ARGS
     assert _GLOBAL_ARGS is None, "args is already initialized."
     _GLOBAL_ARGS = args
+    if args.tokenizer_model is not None:  # 2026-02 to 04: TikTokenizer checks its file before reading it
+        if not os.path.exists(args.tokenizer_model):
+            raise ValueError(f"tokenizer_path: {args.tokenizer_model} is invalid")
     with open(args.vocab_file, encoding="utf-8") as handle:  # the tokenizer, built after validation
         handle.read()
 '''
@@ -41,6 +47,7 @@ def initialize_megatron():
     parser.add_argument("--global-batch-size", type=int, required=True)
     parser.add_argument("--micro-batch-size", type=int, required=True)
     parser.add_argument("--vocab-file", required=True)
+    parser.add_argument("--tokenizer-model")
     args = parser.parse_args()
     assert args.global_batch_size % args.micro_batch_size == 0, "global batch size is not divisible"
     global_vars.set_global_variables(args)
@@ -62,6 +69,8 @@ def test_megatron_launches_before_its_validator_reach_their_boundary(tmp_path: P
         launch("mounted-again", entry, f"{mounted} /mnt/artifacts/text/bpe/vocab.json"),
         launch("in-tree", entry, f"{mounted} data/vocab.json"),
         launch("missing-in-tree", entry, f"{mounted} data/gone.json"),
+        launch("tiktoken", entry, f"{mounted} data/vocab.json --tokenizer-model /mnt/artifacts/m/vocab.json"),
+        launch("tiktoken-in-tree", entry, f"{mounted} data/vocab.json --tokenizer-model data/gone.json"),
         launch("indivisible", entry, "--global-batch-size 7 --micro-batch-size 2 --vocab-file x.json"),
     ], boundary_policy(), workers=1)))
     opened = line_of(repo, "megatron/global_vars.py", "with open(args.vocab_file")
@@ -72,6 +81,13 @@ def test_megatron_launches_before_its_validator_reach_their_boundary(tmp_path: P
     assert found["in-tree"].outcome == Outcome(
         "accepted", None, "reached the training boundary torch.cuda.set_device (device work needs the GPUs "
         "CI has)", entry, line_of(repo, entry, "torch.cuda.set_device(0)"))
+    checked = line_of(repo, "megatron/global_vars.py", "raise ValueError(")
+    assert found["tiktoken"].outcome == Outcome(
+        "accepted", None, "reached the training boundary /mnt/artifacts/m/vocab.json (the file is on CI's "
+        "hosts (a dataset, tokenizer, weights or checkpoint CI mounts))", "megatron/global_vars.py", checked)
+    assert found["tiktoken-in-tree"].outcome == Outcome(
+        "rejected", "ValueError", "tokenizer_path: data/gone.json is invalid", "megatron/global_vars.py",
+        checked)
     # a file of the tree the launch names and the tree lacks stays the launch's own error
     gone = found["missing-in-tree"].outcome
     assert (gone.outcome, gone.exception, gone.line) == ("rejected", "FileNotFoundError", opened)

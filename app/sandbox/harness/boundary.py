@@ -208,8 +208,35 @@ def missing_file(path: str) -> None:
     """Reading an absolute PATH that is neither in the tree nor in the scratch /tmp, and does not exist: CI's
     hosts have it (Megatron's `--vocab-file /mnt/artifacts/...`, read when the tokenizer is built after
     validation). A path in the tree stays the launch's own error: a head may have removed the file."""
-    if _armed and os.path.isabs(path) and not path.startswith((_repo_prefix, SCRATCH)):
+    if _armed and os.path.isabs(path) and _on_ci_host(path):
         raise cross("open", FILES)
+
+
+ABSOLUTE_PATH = re.compile(r"(?<![\w.])/[^\s'\"`,;()\[\]{}]+")
+
+
+def ci_file_named(failure: BaseException, given: Sequence[str]) -> str | None:
+    """The absent file on CI's hosts that FAILURE's message names, when the suite's own argv or environment
+    (GIVEN) named it or a directory above it: a launch checking before it reads (`if not
+    os.path.exists(tokenizer_path): raise ValueError(f"tokenizer_path: {tokenizer_path} is invalid")`) fails
+    where CI, which mounts the file, goes on to training, as `missing_file` says for a launch that reads."""
+    roots = [word.rstrip("/") for value in given for word in re.split(r"[\s=,]+", value)
+             if os.path.isabs(word) and _on_ci_host(word)]
+    for path in ABSOLUTE_PATH.findall(str(failure)):
+        path = path.rstrip(".")
+        if _on_ci_host(path) and not os.path.exists(path) \
+                and any(path == root or path.startswith(f"{root}/") for root in roots if root):
+            return path
+    return None
+
+
+def _on_ci_host(path: str) -> bool:
+    return not path.startswith((_repo_prefix, SCRATCH))
+
+
+def note_reached(name: str, why: str, where: tuple[str | None, int | None]) -> None:
+    """A boundary the run reached without a call to stop at (an error naming a file on CI's hosts)."""
+    _reached.append((TrainingBoundary(name, why), where))
 
 
 def _patch(module: types.ModuleType) -> None:
