@@ -3,7 +3,8 @@ before `parse_and_validate_args`, 2025-11 to 2026-04): each entry script goes th
 which asserts a GPU before it parses, validates, then sets process-wide globals once per process and builds
 the tokenizer from a vocabulary file CI mounts, and only then touches the device. Every base suite of the
 real history failed at one of these (`Megatron requires CUDA.`, `args is already initialized.`, a
-FileNotFoundError for `/mnt/artifacts/.../vocab.json`, `tokenizer_path: /mnt/artifacts/... is invalid`);
+FileNotFoundError for `/mnt/artifacts/.../vocab.json`, `tokenizer_path: /mnt/artifacts/... is invalid`, an
+EOFError from the asynchronous checkpoint writer's `Manager()`, whose process the sandbox cannot start);
 the twin reproduces each in the real sandbox.
 """
 
@@ -17,6 +18,7 @@ from test_twin_boundary import boundary_policy, launch, write_repo
 from app.analysis.core.model import Outcome
 
 GLOBAL_VARS = '''\
+import multiprocessing
 import os
 
 _GLOBAL_ARGS = None
@@ -26,6 +28,8 @@ def set_global_variables(args):
     global _GLOBAL_ARGS
     assert _GLOBAL_ARGS is None, "args is already initialized."
     _GLOBAL_ARGS = args
+    if args.async_save:  # the asynchronous checkpoint writer's results queue
+        multiprocessing.get_context("spawn").Manager().Queue()
     if args.tokenizer_model is not None:  # 2026-02 to 04: TikTokenizer checks its file before reading it
         if not os.path.exists(args.tokenizer_model):
             raise ValueError(f"tokenizer_path: {args.tokenizer_model} is invalid")
@@ -48,6 +52,7 @@ def initialize_megatron():
     parser.add_argument("--micro-batch-size", type=int, required=True)
     parser.add_argument("--vocab-file", required=True)
     parser.add_argument("--tokenizer-model")
+    parser.add_argument("--async-save", action="store_true")
     args = parser.parse_args()
     assert args.global_batch_size % args.micro_batch_size == 0, "global batch size is not divisible"
     global_vars.set_global_variables(args)
@@ -71,6 +76,7 @@ def test_megatron_launches_before_its_validator_reach_their_boundary(tmp_path: P
         launch("missing-in-tree", entry, f"{mounted} data/gone.json"),
         launch("tiktoken", entry, f"{mounted} data/vocab.json --tokenizer-model /mnt/artifacts/m/vocab.json"),
         launch("tiktoken-in-tree", entry, f"{mounted} data/vocab.json --tokenizer-model data/gone.json"),
+        launch("async-save", entry, f"{mounted} data/vocab.json --async-save"),
         launch("indivisible", entry, "--global-batch-size 7 --micro-batch-size 2 --vocab-file x.json"),
     ], boundary_policy(), workers=1)))
     opened = line_of(repo, "megatron/global_vars.py", "with open(args.vocab_file")
@@ -88,6 +94,10 @@ def test_megatron_launches_before_its_validator_reach_their_boundary(tmp_path: P
     assert found["tiktoken-in-tree"].outcome == Outcome(
         "rejected", "ValueError", "tokenizer_path: data/gone.json is invalid", "megatron/global_vars.py",
         checked)
+    assert found["async-save"].outcome == Outcome(
+        "accepted", None, "reached the training boundary multiprocessing.process.BaseProcess.start (it "
+        "starts worker processes)", "megatron/global_vars.py",
+        line_of(repo, "megatron/global_vars.py", ".Manager()"))
     # a file of the tree the launch names and the tree lacks stays the launch's own error
     gone = found["missing-in-tree"].outcome
     assert (gone.outcome, gone.exception, gone.line) == ("rejected", "FileNotFoundError", opened)

@@ -87,6 +87,9 @@ BOUNDARIES: tuple[Boundary, ...] = (
     Boundary("torch.distributed", "init_process_group", PROCESS_GROUP),
     Boundary("torch.distributed.device_mesh", "init_device_mesh", PROCESS_GROUP),
     Boundary("torch.multiprocessing", "spawn", "it starts one worker process per device"),
+    # a Process's start, and so a Manager's or a Pool's (Megatron's asynchronous checkpoint writer starts
+    # `mp.get_context("spawn").Manager()` after validation): the sandbox has no room for the workers
+    Boundary("multiprocessing.process", "BaseProcess.start", "it starts worker processes"),
     # _lazy_init is where CPU torch refuses any CUDA work (tensors made on "cuda", streams, kernels)
     Boundary("torch.cuda", "_lazy_init", DEVICE),
     Boundary("torch.cuda", "set_device", DEVICE),
