@@ -7,6 +7,7 @@ form of the report."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
@@ -265,6 +266,8 @@ def test_the_example_check_names_the_three_arguments_the_new_assert_rejects(tmp_
         "args": ["--colocate", "--disable-weights-backuper", "--lora-rank", "16"], "count": 3, "of": 4,
         "suite": "ci/test_e2e.py#2", "complete": True, "every_suite_passes": True, "sets": 7, "rounds": 2}
     assert report["timing"]["minimize_s"] > 0
+    # the sandbox's processes are counted, through bubblewrap and the reaper: the import and the sets
+    assert 0 < report["timing"]["minimize_cpu_s"] < report["timing"]["total_s"] * (os.cpu_count() or 1)
     explained = Finding.from_json(blocking)
     said = "`--colocate --disable-weights-backuper --lora-rank 16`, 3 of 4 arguments; every listed suite"
     comment = comment_markdown(CheckReport(None, None, validation_changed=True, findings=(explained,)))
