@@ -134,3 +134,40 @@ def test_reading_an_option_no_parser_defines_still_blocks_where_every_parser_ran
     assert finding["suites"] == ["tests/test_tp2.py", "tests/test_tp4.py"]
     assert (finding["path"], finding["line"]) == (
         "train.py", line_of(repo, "train.py", "args.tp_per_stage = "))
+
+
+def test_a_rejection_decided_by_an_assumed_value_is_blindness_not_a_finding(tmp_path: Path) -> None:
+    # miles-like: new validation compares an SGLang option no parser here defines; the harness assumed 1
+    added = '    assert args.sglang_data_parallel_size > 1 or args.tp < 4, "tp 4 needs sglang dp"\n'
+    repo = pull_request(tmp_path, SGLANG_TRAIN, added)
+    status, out = check(tmp_path, repo)
+    report = json.loads(out)
+    health = report["health"]
+    assert health["could_analyse"] is True, health["reason"]
+    assert health["assumed_rejections"] == ["tests/test_tp4.py"]
+    # CI's SGLang may well default it otherwise: a warning saying why, nothing blocks
+    assert status == 0
+    assert [f for f in report["findings"] if f["severity"] == "blocking"] == []
+    [finding] = [f for f in report["findings"] if f["kind"] == "new_rejection"]
+    assert (finding["severity"], finding["suites"]) == ("warning", ["tests/test_tp4.py"])
+    assert (finding["path"], finding["line"]) == (
+        "train.py", line_of(repo, "train.py", "tp 4 needs sglang dp"))
+    assert finding["message"] == (
+        "AssertionError: tp 4 needs sglang dp (rests on the value the harness assumed for "
+        "args.sglang_data_parallel_size, which a stubbed or replaced upstream parser may define: the "
+        "harness's blindness, not blocking)")
+    _, text = check(tmp_path, repo, "text")
+    assert "sglang_data_parallel_size=1; 1 head rejection rests on them: not blocking" in text
+
+
+def test_an_assumed_option_read_in_the_message_alone_leaves_the_rejection_blocking(tmp_path: Path) -> None:
+    added = ('    assert args.tp < 4, '
+             'f"tp 4 is not supported with sglang dp {args.sglang_data_parallel_size}"\n')
+    repo = pull_request(tmp_path, SGLANG_TRAIN, added)
+    status, out = check(tmp_path, repo)
+    report = json.loads(out)
+    assert report["health"]["assumed_rejections"] == []
+    assert status == 1
+    [finding] = [f for f in report["findings"] if f["severity"] == "blocking"]
+    assert (finding["kind"], finding["suites"]) == ("new_rejection", ["tests/test_tp4.py"])
+    assert finding["message"] == "AssertionError: tp 4 is not supported with sglang dp 1"

@@ -135,13 +135,16 @@ class SuiteResult:
     lines_hit: dict[str, tuple[int, ...]] = field(default_factory=dict)  # traced changed lines that ran
     imported: tuple[str, ...] = ()  # repository modules the validation imported (repo-relative, sorted)
     drift: tuple[str, ...] = ()  # replacement targets this revision lacks, skipped ("target: why")
+    # assumed options (LearnedAttribute.assumed) the rejection rests on: read at its line, or another
+    # neutral value of theirs ends the suite otherwise (harness/assumption.py)
+    rejection_assumes: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {"suite_id": self.suite_id, "outcome": self.outcome.to_json(),
                 "events": [e.to_json() for e in self.events], "known_flags": list(self.known_flags),
                 "tolerated_flags": list(self.tolerated_flags), "learned": [asdict(a) for a in self.learned],
                 "lines_hit": {p: list(ls) for p, ls in self.lines_hit.items()}, "drift": list(self.drift),
-                "imported": list(self.imported)}
+                "imported": list(self.imported), "rejection_assumes": list(self.rejection_assumes)}
 
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> SuiteResult:
@@ -152,7 +155,8 @@ class SuiteResult:
                    learned=tuple(LearnedAttribute(**a) for a in raw.get("learned", ())),
                    lines_hit={p: tuple(ls) for p, ls in raw.get("lines_hit", {}).items()},
                    drift=tuple(str(d) for d in raw.get("drift", ())),
-                   imported=checked_imports(raw.get("imported", ())))
+                   imported=checked_imports(raw.get("imported", ())),
+                   rejection_assumes=tuple(str(n) for n in raw.get("rejection_assumes", ())))
 
 
 def checked_imports(raw: Any, limit: int = MAX_IMPORTED) -> tuple[str, ...]:

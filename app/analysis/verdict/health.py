@@ -91,6 +91,7 @@ class Health:
     stubbed_parser_reads: tuple[str, ...]  # args the head reads that a stubbed or replaced parser may define
     drift: tuple[str, ...]  # replacement targets the base lacks, skipped
     assumed: tuple[Assumed, ...]  # options a stubbed upstream parser may define, given a neutral value
+    assumed_rejections: tuple[str, ...]  # suites the head newly rejects for an assumed value: blindness
     max_base_failures: float
     fail_open: bool  # the App's check run when blind: neutral (true) or action_required (false)
     could_analyse: bool
@@ -124,6 +125,7 @@ class Health:
             "lines_changed": self.lines_changed, "lines_reached": self.lines_reached,
             "stubbed_parser_reads": list(self.stubbed_parser_reads), "drift": list(self.drift),
             "assumed": [each.to_json() for each in self.assumed],
+            "assumed_rejections": list(self.assumed_rejections),
         }
 
 
@@ -148,7 +150,7 @@ def assess(matrix: Matrix, base: Mapping[str, SuiteResult], head: Mapping[str, S
         suspect_base=_suspect(failures, len(outcomes), head), lines_changed=lines_changed,
         lines_reached=lines_reached, stubbed_parser_reads=_stubbed_parser_reads(base, head),
         drift=tuple(dict.fromkeys(item for result in base.values() for item in result.drift)),
-        assumed=_assumed(base, head),
+        assumed=_assumed(base, head), assumed_rejections=_assumed_rejections(base, head),
         max_base_failures=max_base_failures, fail_open=fail_open,
         could_analyse=True, reason="")
     blind = _blindness(measured, unexercised=lines_changed and not lines_reached and died_before)
@@ -188,6 +190,13 @@ def _assumed(base: Mapping[str, SuiteResult], head: Mapping[str, SuiteResult]) -
                     values.setdefault(attribute.name, attribute.value)
                     counts.setdefault(attribute.name, [0, 0])[side] += 1
     return tuple(Assumed(name, values[name], *counts[name]) for name in values)
+
+
+def _assumed_rejections(base: Mapping[str, SuiteResult],
+                        head: Mapping[str, SuiteResult]) -> tuple[str, ...]:
+    """Suites the base accepts whose head rejection rests on an assumed value (no finding blocks there)."""
+    return tuple(suite for suite, result in head.items() if result.rejection_assumes
+                 and result.outcome.outcome == "rejected" and _outcome(base, suite).outcome == "accepted")
 
 
 def _outcome(results: Mapping[str, SuiteResult], suite_id: str) -> Outcome:
@@ -242,8 +251,11 @@ def assumed_line(health: Health) -> str:
     """'assumed 3 options a stubbed or replaced upstream parser may define (…): sglang_dp_size=1, …'."""
     count = len(health.assumed)
     names = ", ".join(each.describe() for each in health.assumed)
+    rejections = len(health.assumed_rejections)
+    rest = "1 head rejection rests" if rejections == 1 else f"{rejections} head rejections rest"
+    resting = f"; {rest} on them: not blocking, the harness is blind there" if rejections else ""
     return (f"assumed {count} option{'' if count == 1 else 's'} a stubbed or replaced upstream parser may "
-            f"define (no parser here does; neutral by name): {names}")
+            f"define (no parser here does; neutral by name): {names}{resting}")
 
 
 def summary_line(health: Health) -> str:
