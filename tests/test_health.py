@@ -250,7 +250,7 @@ def test_json_of_a_healthy_analysis_is_complete() -> None:
         "scripts": {"considered": 1, "captured": 1,
                     "partial": [{"script": "tests/test_a.py", "reason": "failed after"}],
                     "no_entry": [{"script": "tests/test_p.py", "reason": "pytest"}], "failed": [],
-                    "disabled": []},
+                    "disabled": [], "not_considered": []},
         "base": {"accepted": 2, "rejected": 1, "error": 0, "accepted_share": 0.6667},
         "max_base_failures": 0.5, "fail_open": False,
         "errors": [{**NO_FILE.to_json(), "count": 1}],

@@ -56,12 +56,15 @@ class Matrix:
     no_entry: tuple[CaptureFailure, ...] = ()
     # Scripts whose suites were recorded and which failed afterwards (checking their own side effects).
     partial: tuple[CaptureFailure, ...] = ()
+    # What CI may run and the policy leaves out (recipe rows of scopes it does not list), by label: never
+    # silent, but neither a suite nor a capture failure.
+    not_considered: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {"suites": [s.to_json() for s in self.suites], "scripts": self.scripts,
                 "captured": self.captured, "failed": [asdict(f) for f in self.failed],
                 "disabled": list(self.disabled), "no_entry": [asdict(f) for f in self.no_entry],
-                "partial": [asdict(f) for f in self.partial]}
+                "partial": [asdict(f) for f in self.partial], "not_considered": list(self.not_considered)}
 
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> Matrix:
@@ -69,7 +72,8 @@ class Matrix:
                    captured=raw["captured"], failed=tuple(CaptureFailure(**f) for f in raw["failed"]),
                    disabled=tuple(raw.get("disabled", ())),
                    no_entry=tuple(CaptureFailure(**f) for f in raw.get("no_entry", ())),
-                   partial=tuple(CaptureFailure(**f) for f in raw.get("partial", ())))
+                   partial=tuple(CaptureFailure(**f) for f in raw.get("partial", ())),
+                   not_considered=tuple(str(n) for n in raw.get("not_considered", ())))
 
 
 @dataclass(frozen=True)

@@ -79,6 +79,7 @@ class Health:
     no_entry: tuple[CaptureFailure, ...]
     failed: tuple[CaptureFailure, ...]
     disabled: tuple[str, ...]
+    not_considered: tuple[str, ...]  # what CI may run and the policy leaves out (a scope it does not list)
     base_accepted: int
     base_rejected: int
     base_errors: int
@@ -115,7 +116,8 @@ class Health:
             "scripts": {"considered": self.scripts, "captured": self.captured,
                         "partial": [asdict(f) for f in self.partial],
                         "no_entry": [asdict(f) for f in self.no_entry],
-                        "failed": [asdict(f) for f in self.failed], "disabled": list(self.disabled)},
+                        "failed": [asdict(f) for f in self.failed], "disabled": list(self.disabled),
+                        "not_considered": list(self.not_considered)},
             "base": {"accepted": self.base_accepted, "rejected": self.base_rejected,
                      "error": self.base_errors, "accepted_share": round(self.accepted_share, 4)},
             "max_base_failures": self.max_base_failures, "fail_open": self.fail_open,
@@ -142,6 +144,7 @@ def assess(matrix: Matrix, base: Mapping[str, SuiteResult], head: Mapping[str, S
     measured = Health(
         suites=len(matrix.suites), scripts=matrix.scripts, captured=matrix.captured, partial=matrix.partial,
         no_entry=matrix.no_entry, failed=matrix.failed, disabled=matrix.disabled,
+        not_considered=matrix.not_considered,
         base_accepted=len(outcomes) - len(failures),
         base_rejected=sum(1 for f in failures if f.outcome.outcome == "rejected"),
         base_errors=sum(1 for f in failures if f.outcome.outcome == "error"),
@@ -258,12 +261,28 @@ def assumed_line(health: Health) -> str:
             f"define (no parser here does; neutral by name): {names}{resting}")
 
 
+def not_considered_line(health: Health, listed: int = 5) -> str:
+    """'not considered: 12 cases CI may run, which the policy leaves out: a (scope x), … and 7 more'."""
+    count = len(health.not_considered)
+    names = ", ".join(health.not_considered[:listed])
+    more = f" and {count - listed} more" if count > listed else ""
+    cases = "1 case" if count == 1 else f"{count} cases"
+    return f"not considered: {cases} CI may run, which the policy leaves out (never replayed): {names}{more}"
+
+
+def notes(health: Health) -> list[str]:
+    """The lines under the health line: what the harness assumed, what the policy leaves out."""
+    return [*([assumed_line(health)] if health.assumed else []),
+            *([not_considered_line(health)] if health.not_considered else [])]
+
+
 def summary_line(health: Health) -> str:
     """'59 suites from 46 of 75 scripts (13 disabled, …); base accepts 57/59 (96.6%), rejects 2, errors 0'."""
     counts = [(len(health.disabled), "disabled"), (len(health.no_entry), "launch no entry"),
-              (len(health.failed), "failed"), (len(health.partial), "partial")]
+              (len(health.failed), "failed"), (len(health.partial), "partial"),
+              (len(health.not_considered), "not considered")]
     kinds = ", ".join(f"{count} {word}" for count, word in counts if count)
-    total = health.scripts + len(health.disabled)
+    total = health.scripts + len(health.disabled) + len(health.not_considered)
     kinds = f" ({kinds})" if kinds else ""
     return (f"{health.suites} suites from {health.captured} of {total} scripts{kinds}"
             f"; base accepts {health.base_accepted}/{health.suites} ({_percent(health.accepted_share)}), "
