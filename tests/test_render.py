@@ -56,7 +56,7 @@ def test_json_keeps_the_contract_keys_and_nesting() -> None:
                                    "no_entry": [], "partial": [], "not_considered": []}
     assert document["health"] is None  # not measured in this hand-made report
     assert document["timing"] == {"capture_s": 1.25, "base_s": 2.5, "head_s": 2.75, "minimize_s": 0.0,
-                                  "total_s": 6.5,
+                                  "minimize_cpu_s": 0.0, "total_s": 6.5,
                                   "base_cached": False}
     assert document["sandboxed"] is True and document["validation_changed"] is True
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import resource
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -92,18 +93,27 @@ def run_check(base_tree: Path, head_tree: Path, policy: Policy, *, base_sha: str
     findings = verdict(matrix, base.results, head.results, diff, policy, traced=trace)
     health = assess(matrix, base.results, head.results, trace,
                     max_base_failures=policy.health.max_base_failures, fail_open=policy.health.fail_open)
-    minimize_started = time.monotonic()
+    minimize_started, minimize_cpu = time.monotonic(), _children_cpu()
     if health.could_analyse:  # a blind analysis' findings are not worth the search
         findings = explain_rejections(findings, matrix.suites, head.results, in_the_warm_leader(
             head_tree, policy, allow_unsandboxed=allow_unsandboxed, interpreter=interpreter))
     timing = Timing(capture_s=capture_s, base_s=base.seconds, head_s=head.seconds,
-                    minimize_s=time.monotonic() - minimize_started, total_s=time.monotonic() - started)
+                    minimize_s=time.monotonic() - minimize_started, total_s=time.monotonic() - started,
+                    minimize_cpu_s=_children_cpu() - minimize_cpu)
     return CheckReport(base_sha, head_sha, validation_changed=True, changed_paths=changed, matrix=matrix,
                        base=base.results, head=head.results, findings=tuple(findings), capture_cached=cached,
                        base_cached=base.cached, sandboxed=base.sandboxed and head.sandboxed, timing=timing,
                        health=health, analysed_because=because,
                        learned_paths=validation_cache.learned_from(
                            base.results, policy.health.max_base_failures) or learned)
+
+
+def _children_cpu() -> float:
+    """CPU seconds of this process's children that ended (a sandbox's, with what it reaped): the search
+    runs alone, after both revisions' sandboxes ended, so the difference around it is its own (in a
+    process that runs one check at a time)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _learn(base_tree: Path, policy: Policy, suites: tuple[Suite, ...], progress: Progress | None,

@@ -195,15 +195,21 @@ class MinimalArgs:
     suite: str  # the suite it was searched on
     complete: bool  # False: the search was cut short, ARGS is the smallest set seen rejected
     every_suite_passes: bool  # every suite of the finding passes all of ARGS
+    # what the search cost: the argument sets it tried, in how many rounds (a trip through the forks each);
+    # how it searched, not what it found (two searches that find the same set are equal)
+    sets: int = field(default=0, compare=False)
+    rounds: int = field(default=0, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         return {"args": list(self.args), "count": self.count, "of": self.of, "suite": self.suite,
-                "complete": self.complete, "every_suite_passes": self.every_suite_passes}
+                "complete": self.complete, "every_suite_passes": self.every_suite_passes, "sets": self.sets,
+                "rounds": self.rounds}
 
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> MinimalArgs:
         return cls(args=tuple(raw["args"]), count=int(raw["count"]), of=int(raw["of"]), suite=raw["suite"],
-                   complete=bool(raw["complete"]), every_suite_passes=bool(raw["every_suite_passes"]))
+                   complete=bool(raw["complete"]), every_suite_passes=bool(raw["every_suite_passes"]),
+                   sets=int(raw.get("sets", 0)), rounds=int(raw.get("rounds", 0)))
 
 
 @dataclass(frozen=True)

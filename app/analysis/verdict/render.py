@@ -50,6 +50,7 @@ def report_json(report: CheckReport) -> dict[str, Any]:
         "timing": {"capture_s": round(report.timing.capture_s, 3), "base_s": round(report.timing.base_s, 3),
                    "head_s": round(report.timing.head_s, 3),
                    "minimize_s": round(report.timing.minimize_s, 3),
+                   "minimize_cpu_s": round(report.timing.minimize_cpu_s, 3),
                    "total_s": round(report.timing.total_s, 3),
                    "base_cached": report.base_cached},
         "changed_paths": list(report.changed_paths),
