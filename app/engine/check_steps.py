@@ -6,7 +6,7 @@ import resource
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from app.analysis.core.model import Matrix, Suite, SuiteResult
@@ -74,7 +74,9 @@ def run_check(base_tree: Path, head_tree: Path, policy: Policy, *, base_sha: str
         matrix, cached, capture_s = _capture(head_tree, policy, cache_dir, allow_unsandboxed, progress,
                                              repository, interpreter)
         base = None
-        if learned is None:  # learn first: the change may touch nothing the validation imports
+        # learn first when the change may touch nothing the validation imports; a change to a listed path is
+        # analysed whatever the base imports, and both revisions are validated at once
+        if learned is None and not policy.touches_validation(list(changed)):
             base, learned = _learn(base_tree, policy, matrix.suites, progress, cache_dir, interpreter,
                                    allow_unsandboxed, learned_key)
             because = analysed_because(policy, changed, learned)
@@ -82,9 +84,14 @@ def run_check(base_tree: Path, head_tree: Path, policy: Policy, *, base_sha: str
                 return CheckReport(base_sha, head_sha, validation_changed=False, changed_paths=changed,
                                    timing=Timing(capture_s=capture_s, base_s=base.seconds,
                                                  total_s=time.monotonic() - started), learned_paths=learned)
-        trace = trace_lines(diff, policy, head_sources, learned=learned or frozenset())
-        base, head = _validate_both(base_tree, head_tree, policy, matrix.suites, trace, allow_unsandboxed,
-                                    progress, cache_dir, interpreter, base)
+        if base is None and learned is None:
+            base, head, trace = _validate_while_learning(base_tree, head_tree, policy, matrix.suites,
+                                                         (diff, head_sources), allow_unsandboxed, progress,
+                                                         cache_dir, interpreter, learned_key)
+        else:
+            trace = trace_lines(diff, policy, head_sources, learned=learned or frozenset())
+            base, head = _validate_both(base_tree, head_tree, policy, matrix.suites, trace, allow_unsandboxed,
+                                        progress, cache_dir, interpreter, base)
     except SandboxUnavailable as exc:
         raise AnalysisError(f"{exc}; {SANDBOX_HINT}") from None
     except PermissionError as exc:  # a tree the sandbox's unprivileged uid cannot read
@@ -122,10 +129,37 @@ def _learn(base_tree: Path, policy: Policy, suites: tuple[Suite, ...], progress:
     """The base validated (alone, before the head), and the modules its validation imported, kept for
     the next check at this base."""
     base = _validate_base(base_tree, policy, suites, progress, cache_dir, interpreter, allow_unsandboxed)
+    return base, _keep_learned(base, policy, cache_dir, learned_key)
+
+
+def _keep_learned(base: _Validated, policy: Policy, cache_dir: Path,
+                  learned_key: str) -> frozenset[str] | None:
+    """The modules the base's validation imported, kept for the next check at this base."""
     learned = validation_cache.learned_from(base.results, policy.health.max_base_failures)
     if learned is not None:
         validation_cache.store_learned(cache_dir, learned_key, learned, sandboxed=base.sandboxed)
-    return base, learned
+    return learned
+
+
+def _validate_while_learning(base_tree: Path, head_tree: Path, policy: Policy, suites: tuple[Suite, ...],
+                             change: tuple[TreeDiff, dict[str, str]], allow_unsandboxed: bool,
+                             progress: Progress | None, cache_dir: Path, interpreter: Interpreter,
+                             learned_key: str) -> tuple[_Validated, _Validated, dict[str, list[int]]]:
+    """Both revisions at once while the base learns what its validation imports, and the trace that
+    learning gives. The head traces every changed module the base may turn out to import and keeps the
+    lines of those it did: tracing only watches which lines run, so the head's results are those a trace of
+    the learned modules alone gives."""
+    diff, head_sources = change
+    modules = frozenset(path for path in diff.changed_paths if path.endswith(".py"))
+    base, head = _validate_both(base_tree, head_tree, policy, suites,
+                                trace_lines(diff, policy, head_sources, learned=modules), allow_unsandboxed,
+                                progress, cache_dir, interpreter)
+    learned = _keep_learned(base, policy, cache_dir, learned_key)
+    trace = trace_lines(diff, policy, head_sources, learned=learned or frozenset())
+    results = {suite: replace(result, lines_hit={path: lines for path, lines in result.lines_hit.items()
+                                                 if path in trace})
+               for suite, result in head.results.items()}
+    return base, replace(head, results=results), trace
 
 
 def analysed_because(policy: Policy, changed: tuple[str, ...], learned: frozenset[str] | None) -> str | None:
