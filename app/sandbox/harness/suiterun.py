@@ -166,6 +166,7 @@ def call_entry(revision: Revision, suite: dict[str, Any]) -> BaseException | Non
     sys.argv = [_entry_path(revision.repo, suite.get("entry") or ""), *suite["argv"]]
     printed, stderr = _Tail(sys.stderr), sys.stderr
     sys.stderr = printed
+    state = imported.ModuleState(revision.repo) if revision.to_boundary else None
     try:
         with boundary.armed() if revision.to_boundary else contextlib.nullcontext():
             revision.entry()
@@ -174,10 +175,24 @@ def call_entry(revision: Revision, suite: dict[str, Any]) -> BaseException | Non
     except (Exception, SystemExit) as exc:
         if revision.to_boundary and boundary.reached() is not None:
             return None  # the launch caught the boundary and failed after it: training, not validation
+        if revision.to_boundary and _names_ci_file(revision, suite, exc):
+            return None
         return _with_usage_error(exc, printed.text())
     finally:
         sys.stderr = stderr
+        if state is not None:
+            state.restore()
     return None
+
+
+def _names_ci_file(revision: Revision, suite: dict[str, Any], failure: BaseException) -> bool:
+    """FAILURE names a file on CI's hosts that the suite's own launch named: noted as its boundary."""
+    given = [*map(str, suite["argv"]), *map(str, (suite.get("env") or {}).values())]
+    path = boundary.ci_file_named(failure, given)
+    if path is None:
+        return False
+    boundary.note_reached(path, boundary.FILES, common.repo_frame(failure.__traceback__, revision.repo))
+    return True
 
 
 class _Tail(io.TextIOBase):
