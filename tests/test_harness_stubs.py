@@ -256,8 +256,8 @@ def test_registries_of_stubbed_libraries_absorb_any_registration(tmp_path: Path)
 
 def test_a_stub_base_mixes_with_a_protocol_base_as_the_real_class_would(tmp_path: Path) -> None:
     # pytorch/torchtitan from 2026-02 to 2026-08 (torchtitan/components/dataloader.py, every suite blind):
-    # `class ParallelAwareDataloader(StatefulDataLoader, BaseDataLoader)`, the first from the absent torchdata,
-    # the second deriving from torch's runtime-checkable `Stateful` Protocol: StubMeta and typing's
+    # `class ParallelAwareDataloader(StatefulDataLoader, BaseDataLoader)`, the first from the absent
+    # torchdata, the second deriving from torch's runtime-checkable `Stateful` Protocol: StubMeta and typing's
     # _ProtocolMeta, neither a subclass of the other, were a metaclass conflict at import.
     result = run_repo_module(tmp_path, """
         import abc
@@ -289,6 +289,7 @@ def test_a_stub_base_mixes_with_a_protocol_base_as_the_real_class_would(tmp_path
         except TypeError as exc:
             own = type(exc).__name__
         loader = ParallelAwareDataloader(3)
-        RESULT = [loader.state_dict(), isinstance(loader, Stateful), isinstance(loader, StatefulDataLoader), own]
+        RESULT = [loader.state_dict(), isinstance(loader, Stateful),
+                  isinstance(loader, StatefulDataLoader), own]
     """)
     assert result == [{"rank": 3}, True, True, "TypeError"]
