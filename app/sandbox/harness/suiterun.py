@@ -23,8 +23,18 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # inside the sandbox the harness directory is on sys.path, siblings are top-level modules
-    from app.sandbox.harness import boundary, common, fsfakes, imported, linewatch, record, tolerant
+    from app.sandbox.harness import (
+        assumption,
+        boundary,
+        common,
+        fsfakes,
+        imported,
+        linewatch,
+        record,
+        tolerant,
+    )
 else:
+    import assumption
     import boundary
     import common
     import fsfakes
@@ -81,11 +91,14 @@ def run_suite(revision: Revision, suite: dict[str, Any]) -> dict[str, Any]:
     if outcome["outcome"] != "accepted":
         remaining = revision.suite_seconds - (time.monotonic() - started)
         events = record_mode(revision, suite, max(0.1, remaining * RECORD_SHARE))
-    return {"suite_id": suite["id"], "token": suite.get("token"), "outcome": outcome, "events": events,
-            "known_flags": tolerant.ledger.known_flags(suite["argv"]),
-            "tolerated_flags": list(tolerant.ledger.tolerated_flags), "learned": learned,
-            "lines_hit": lines_hit, "drift": list(tolerant.skipped),
-            "imported": imported.repo_modules(revision.repo)}
+    result = {"suite_id": suite["id"], "token": suite.get("token"), "outcome": outcome, "events": events,
+              "known_flags": tolerant.ledger.known_flags(suite["argv"]),
+              "tolerated_flags": list(tolerant.ledger.tolerated_flags), "learned": learned,
+              "lines_hit": lines_hit, "drift": list(tolerant.skipped),
+              "imported": imported.repo_modules(revision.repo)}
+    # the assumed options the rejection rests on: no blocking finding there (assumption.py)
+    rests_on = assumption.rests_on(outcome, tolerant.ledger.assumed_read_at, revision.repo)
+    return {**result, "rejection_assumes": rests_on}
 
 
 def outcome_only(revision: Revision, suite: dict[str, Any],

@@ -328,7 +328,8 @@ def _search(job: Job, minimal: dict[str, Any], progress: Progress) -> None:
     def found(message: dict[str, Any]) -> None:
         if "search" in message:
             common.send({"type": "minimal", "search": message.get("search"), "kept": message.get("kept"),
-                         "complete": message.get("complete"), "rounds": message.get("rounds")})
+                         "complete": message.get("complete"), "sets": message.get("sets"),
+                         "rounds": message.get("rounds")})
 
     report = leader.Report(result=lambda result: None, failure=lambda suite, why: None,
                            import_failure=progress.import_failure, found=found)
