@@ -17,8 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from test_twin_boundary import git, write_repo
-from test_twin_layout import commit
+from launch_twin import commit, git, write_repo
 from twin.cli import prtriage
 
 from app.analysis.core.launch_forms import fit_forms

@@ -265,7 +265,7 @@ class Progress:
 
     def failure(self, suite: dict[str, Any], reason: str) -> None:
         self._send({"suite_id": suite["id"], "events": [], "known_flags": [], "tolerated_flags": [],
-                    "learned": [], "lines_hit": {}, "drift": [], "imported": [],
+                    "learned": [], "lines_hit": {}, "drift": [], "imported": [], "rejection_assumes": [],
                     "outcome": {"outcome": "error", "exception": None, "message": reason, "path": None,
                                 "line": None}})
 
