@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import itertools
 import json
 import os
@@ -23,6 +24,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import TextIO
 
+from app.analysis.core.launch_forms import fit_forms
 from app.analysis.core.model import Matrix
 from app.analysis.core.policy import Policy, PolicyError, load_policy
 from app.analysis.core.policy_origin import REPO_POLICY, PolicyOrigin
@@ -754,9 +756,19 @@ def resolve_policy(args: argparse.Namespace, base: Revision,
                                    repository=repository, named_by=named_by)
     repo = Path(args.repo).resolve() if getattr(args, "repo", None) else None
     policy, followed = follow_renames(policy, repo, (at or base).sha)
-    origin = dataclasses.replace(origin, followed=followed)
+    policy, formed = fit_forms(policy, functools.partial(_tree_text, (at or base).tree),
+                               (at or base).sha[:12] if (at or base).sha else (at or base).label)
+    origin = dataclasses.replace(origin, followed=followed + formed)
     args.learned["policy"] = origin.to_json()
     return policy, origin
+
+
+def _tree_text(tree: Path, path: str) -> str | None:
+    """PATH's text in TREE, None when there is no such file (or it leaves the tree)."""
+    file = (tree / path).resolve()
+    if not file.is_relative_to(tree.resolve()) or not file.is_file():
+        return None
+    return file.read_text(encoding="utf-8", errors="replace")
 
 
 def validated_by(policy: Policy) -> str:

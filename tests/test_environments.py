@@ -20,6 +20,7 @@ import yaml
 from needs import working_sandbox
 
 from app.analysis.core.policy import Harness, Limits, Policy, PolicyError, RequirementsFile, parse_policy
+from app.engine import environments
 from app.engine.check_steps import AnalysisError, analysis_environment, run_check
 from app.engine.environments import (
     EnvironmentProblem,
@@ -28,6 +29,7 @@ from app.engine.environments import (
     find_python,
     listed,
     prepare,
+    site_packages,
 )
 from app.engine.matrix_capture import capture_key
 from app.sandbox.runner import SandboxSpec, run_harness
@@ -141,6 +143,33 @@ def test_the_digest_follows_what_is_installed(wheels: Path, tmp_path: Path) -> N
     policy = Policy.model_validate({"validation": {"paths": ["a.py"], "entry": "a:main"},
                                     "matrix": {"sources": []}})
     assert len({capture_key(policy, one), capture_key(policy, two), capture_key(policy, bare)}) == 3
+
+
+def test_an_environment_holds_its_requirements_compiled_and_nothing_else(wheels: Path,
+                                                                         tmp_path: Path) -> None:
+    # prtriage's own pip installs into it (`pip --python`): no pip, no setuptools of its own
+    interpreter = prepare(Harness(requirements=["envprobe-pkg==1.0"]), None, tmp_path / "cache")
+    [environment] = listed(tmp_path / "cache")
+    assert environment["installed"] == ["envprobe-pkg==1.0"]
+    probe = "import importlib.util as u; print([n for n in ('pip', 'setuptools') if u.find_spec(n)])"
+    done = subprocess.run([interpreter.python, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+    [site] = site_packages(Path(environment["path"]))
+    tag = sys.implementation.cache_tag
+    assert (site / "__pycache__" / f"envprobe_pkg.{tag}.pyc").is_file()  # compiled on the host, once
+
+
+def test_without_a_pip_of_its_own_prtriage_gives_the_environment_one(
+        wheels: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(environments, "_own_pip", lambda: [])  # as an interpreter without pip (uv's venvs)
+    interpreter = prepare(Harness(requirements=["envprobe-pkg==2.0"]), None, tmp_path / "cache")
+    [environment] = listed(tmp_path / "cache")
+    freeze = [interpreter.python, "-m", "pip", "freeze", "--all", "--disable-pip-version-check"]
+    frozen = subprocess.run(freeze, capture_output=True, text=True, check=True)
+    # every distribution the environment holds, as pip lists it: its own pip too
+    assert environment["installed"] == sorted(frozen.stdout.split())
+    assert "envprobe-pkg==2.0" in environment["installed"]
+    assert any(line.startswith("pip==") for line in environment["installed"])
 
 
 def test_no_requirement_is_the_bare_standard_library(tmp_path: Path) -> None:

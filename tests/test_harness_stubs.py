@@ -252,3 +252,44 @@ def test_registries_of_stubbed_libraries_absorb_any_registration(tmp_path: Path)
     """)
     assert result == {"config": True, "model": True, "name_only": None, "keyword_only": None,
                       "virtual_subclass": True}
+
+
+def test_a_stub_base_mixes_with_a_protocol_base_as_the_real_class_would(tmp_path: Path) -> None:
+    # pytorch/torchtitan from 2026-02 to 2026-08 (torchtitan/components/dataloader.py, every suite blind):
+    # `class ParallelAwareDataloader(StatefulDataLoader, BaseDataLoader)`, the first from the absent
+    # torchdata, the second deriving from torch's runtime-checkable `Stateful` Protocol: StubMeta and typing's
+    # _ProtocolMeta, neither a subclass of the other, were a metaclass conflict at import.
+    result = run_repo_module(tmp_path, """
+        import abc
+        from typing import Protocol, runtime_checkable
+        from torchdata_missing.stateful_dataloader import StatefulDataLoader
+
+        @runtime_checkable
+        class Stateful(Protocol):
+            def state_dict(self) -> dict: ...
+
+        class BaseDataLoader(Stateful, abc.ABC):
+            @abc.abstractmethod
+            def __iter__(self): ...
+
+        class ParallelAwareDataloader(StatefulDataLoader, BaseDataLoader):
+            def __init__(self, rank: int) -> None:
+                self.rank = rank
+
+            def __iter__(self):
+                return iter(())
+
+            def state_dict(self) -> dict:
+                return {"rank": self.rank}
+
+        try:
+            class Unrelated(int, str):  # a conflict of the repository's own: Python's error, as without stubs
+                pass
+            own = "built"
+        except TypeError as exc:
+            own = type(exc).__name__
+        loader = ParallelAwareDataloader(3)
+        RESULT = [loader.state_dict(), isinstance(loader, Stateful),
+                  isinstance(loader, StatefulDataLoader), own]
+    """)
+    assert result == [{"rank": 3}, True, True, "TypeError"]

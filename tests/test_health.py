@@ -131,6 +131,22 @@ def test_assumed_values_are_listed_with_their_suites_at_each_revision() -> None:
     assert assess(m, results(m), results(m), {}).assumed == ()
 
 
+def test_head_rejections_resting_on_an_assumed_value_are_counted_and_said() -> None:
+    m = matrix(3)
+    [first, second, third] = [s.id for s in m.suites]
+    assumed = LearnedAttribute("sglang_data_parallel_size", ARGS, 9, upstream=True, assumed=True, value=1)
+    rejected = Outcome("rejected", "AssertionError", "dp", ARGS, 12)
+    base = results(m, ACCEPTED, ACCEPTED, rejected)
+    head = {first: SuiteResult(first, rejected, learned=(assumed,), rejection_assumes=(assumed.name,)),
+            second: SuiteResult(second, rejected, learned=(assumed,)),  # the repository's own
+            third: SuiteResult(third, rejected, learned=(assumed,), rejection_assumes=(assumed.name,))}
+    health = assess(m, base, head, {})
+    assert health.assumed_rejections == (first,)  # the third's base rejects it already: nothing new
+    assert health.to_json()["assumed_rejections"] == [first]
+    assert assumed_line(health).endswith("sglang_data_parallel_size=1; 1 head rejection rests on them: not "
+                                         "blocking, the harness is blind there")
+
+
 def test_base_errors_are_grouped_by_exception_and_line_most_common_first() -> None:
     m = matrix(5)
     health = assess(m, results(m, STUB, NO_FILE, NO_FILE_B, STUB, NO_FILE), results(m), {})
@@ -234,13 +250,13 @@ def test_json_of_a_healthy_analysis_is_complete() -> None:
         "scripts": {"considered": 1, "captured": 1,
                     "partial": [{"script": "tests/test_a.py", "reason": "failed after"}],
                     "no_entry": [{"script": "tests/test_p.py", "reason": "pytest"}], "failed": [],
-                    "disabled": []},
+                    "disabled": [], "not_considered": []},
         "base": {"accepted": 2, "rejected": 1, "error": 0, "accepted_share": 0.6667},
         "max_base_failures": 0.5, "fail_open": False,
         "errors": [{**NO_FILE.to_json(), "count": 1}],
         "base_failures": [{"suite": "s2", **NO_FILE.to_json()}],
         "fixed_at_head": 1, "suspect_base": False, "lines_changed": True, "lines_reached": True,
-        "stubbed_parser_reads": [], "drift": [], "assumed": [],
+        "stubbed_parser_reads": [], "drift": [], "assumed": [], "assumed_rejections": [],
     }
 
 

@@ -7,10 +7,11 @@ regression there used to come out "untouched", with nothing run.
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
-from twin.imported_helper import NEW_ASSERT, build_tree, policy_text
+from twin.imported_helper import ARGUMENTS, HELPER, NEW_ASSERT, UNIMPORTED, build_tree, policy_text
 
 from app.analysis.core.model import MAX_IMPORTED, MAX_LEARNED, Outcome, SuiteResult, checked_imports
 from app.analysis.core.policy import Policy, parse_policy
@@ -60,6 +61,40 @@ def test_an_assert_added_in_an_imported_helper_is_a_new_rejection(tmp_path: Path
     assert "helpers/checks.py" in document["validation_imports"]
     assert "analysed: the change touches helpers/checks.py, imported by validation at the base" in \
         render(again, "text")
+
+
+def test_a_listed_change_validates_both_revisions_at_once_and_still_learns(tmp_path: Path) -> None:
+    # arguments.py is listed: analysed whatever the base imports, so the base does not go first. The head
+    # also changes the imported helper (a new assert) and starts importing tools/report.py, which the base's
+    # validation never imported: learned from the base, only the helper's lines count as traced
+    validate = "def validate(args):\n    checks.check_parallelism(args)\n"
+    head_arguments = ARGUMENTS.replace(validate, "def validate(args):\n    from tools import report\n"
+                                                 "    report.main()\n    checks.check_parallelism(args)\n")
+    assert head_arguments != ARGUMENTS
+    base = tree(tmp_path / "base")
+    head = tree(tmp_path / "head", {"arguments.py": head_arguments, HELPER: NEW_ASSERT,
+                                    UNIMPORTED: "def main():\n    return 1\n"})
+    threads: dict[str, set[str]] = {}
+
+    def progress(step: str, done: int, total: int, what: str) -> None:
+        threads.setdefault(step, set()).add(threading.current_thread().name)
+
+    report = run_check(base, head, policy(["arguments.py"]), base_sha=None, head_sha=None,
+                       cache_dir=tmp_path / "cache", allow_unsandboxed=False, progress=progress)
+    assert report.analysed_because == "touches arguments.py, a validation path"
+    # each revision on a thread of its own, at once (learning first runs the base on the caller's thread)
+    assert threads["base"].isdisjoint(threads["head"])
+    assert all(name.startswith("prtriage-validate") for name in threads["base"] | threads["head"])
+    [finding] = report.blocking
+    assert (finding.kind, finding.path, finding.line) == ("new_rejection", HELPER, 3)
+    assert report.learned_paths is not None and HELPER in report.learned_paths
+    assert UNIMPORTED not in report.learned_paths
+    hit = {path for result in report.head.values() for path in result.lines_hit}
+    assert HELPER in hit and UNIMPORTED not in hit  # the head ran it, but it is no validation code here
+    # what the base imported was kept: the next check at this base starts from it
+    again = check(base, tree(tmp_path / "other", {UNIMPORTED: "def main():\n    return 2\n"}),
+                  tmp_path / "cache", ["arguments.py"])
+    assert not again.validation_changed and again.timing.base_s == 0
 
 
 def test_a_module_validation_does_not_import_is_untouched_once_learned(tmp_path: Path) -> None:

@@ -107,6 +107,20 @@ TITAN_SHAPED = {
                 OverrideDefinitions(configs=[recipes.debugmodel_default], test_name="off", disabled=True),
             ]
     """,
+    "tests/integration_tests/checkpoint.py": """
+        import os
+
+        from tests.integration_tests import OverrideDefinitions
+
+        # read at import, as torchtitan's tests/integration_tests/features.py did until its configs moved
+        runner_temp = os.getenv("RUNNER_TEMP")
+        checkpoint_path = os.path.join(runner_temp, "step-10") if runner_temp else "step-10"
+
+
+        def build_checkpoint_test_list():
+            load = [[f"--checkpoint.initial_load_path {checkpoint_path}"]]
+            return [OverrideDefinitions(load, "load", "load")]
+    """,
     "tests/integration_tests/broken.py": """
         from tests.integration_tests import OverrideDefinitions
 
@@ -222,3 +236,14 @@ def test_a_class_method_entry_runs_on_a_fresh_instance_and_a_parser_exit_says_wh
     bad = found["bad"].outcome
     assert (bad.outcome, bad.exception, bad.path) == ("rejected", "SystemExit", "titan/manager.py")
     assert bad.message == "2: Unrecognized options Unrecognized options: --compile.mode"
+
+
+def test_definitions_are_read_in_the_job_environment(tmp_path: Path) -> None:
+    # pytorch/torchtitan 2e998c0b1cc5 (#3393): the head's checkpoint config refuses a relative
+    # initial_load_path; CI's runner ran on GitHub's runner, where RUNNER_TEMP is set, and the definitions
+    # module read it at import: read without it, the load path was relative and the change looked blocking.
+    repo = write_tree(tmp_path / "repo", TITAN_SHAPED)
+    function = "tests.integration_tests.checkpoint:build_checkpoint_test_list"
+    matrix, _ = capture_matrix(repo, titan_shaped_policy(function), cache_dir=None)
+    [suite] = matrix.suites
+    assert suite.argv[-2:] == ("--checkpoint.initial_load_path", "/runner/_temp/step-10")

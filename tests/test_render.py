@@ -53,10 +53,10 @@ def test_json_keeps_the_contract_keys_and_nesting() -> None:
     assert finding["suites"] == [s.id for s in SUITES]
     assert document["capture"] == {"scripts": 2, "captured": 1, "cached": True, "disabled": [],
                                    "failed": [{"script": "tests/e2e/test_broken.py", "reason": "timed out"}],
-                                   "no_entry": [], "partial": []}
+                                   "no_entry": [], "partial": [], "not_considered": []}
     assert document["health"] is None  # not measured in this hand-made report
     assert document["timing"] == {"capture_s": 1.25, "base_s": 2.5, "head_s": 2.75, "minimize_s": 0.0,
-                                  "total_s": 6.5,
+                                  "minimize_cpu_s": 0.0, "total_s": 6.5,
                                   "base_cached": False}
     assert document["sandboxed"] is True and document["validation_changed"] is True
 

@@ -8,14 +8,23 @@ exception before it rejects the suite at its line.
 
 from __future__ import annotations
 
-import subprocess
-import textwrap
 from pathlib import Path
 from typing import Any
 
 import yaml
 from analysis_envs import environment_of
 from harness_twin import job, line_of, results, run_sandboxed
+from launch_twin import (
+    ARGPARSE_TRAIN,
+    NEW_ASSERT,
+    base_repo,
+    check,
+    ci_scripts,
+    launch_policy,
+    one_blocking_rejection,
+    pull_request,
+    write_repo,
+)
 from twin import line_of as twin_line_of
 from twin.cli import MILES_POLICY, prtriage
 from twin.expected import LORA_COLOCATE_SUITES
@@ -24,52 +33,6 @@ from twin.variants import ARGUMENTS, INCIDENT_ASSERT
 from app.analysis.core.model import Outcome
 from app.analysis.core.policy import Harness, Limits, Policy
 from app.sandbox.runner import SandboxSpec, run_harness
-
-ARGPARSE_TRAIN = '''\
-import argparse
-
-import torch
-import torch.distributed as dist
-
-
-def parse_args():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--tp", type=int, default=1)
-    parser.add_argument("--world", type=int, default=8)
-    parser.add_argument("--lr", type=float, default=1e-4)
-    return parser.parse_args()
-
-
-def validate(args):
-    assert args.world % args.tp == 0, "world size must divide by tp"
-    if args.lr <= 0:
-        raise ValueError("lr must be positive")
-
-
-def main():
-    args = parse_args()
-    validate(args)
-    dist.init_process_group(backend="nccl")
-    model = torch.nn.Linear(4, 4)
-    for step in range(10 ** 9):  # training: never reached in the sandbox
-        model(step)
-
-
-if __name__ == "__main__":
-    main()
-'''
-
-
-def write_repo(root: Path, files: dict[str, str]) -> Path:
-    """A repository of `files` under `root`/repo, readable by the sandbox's unprivileged uid."""
-    repo = root / "repo"
-    for name, text in files.items():
-        path = repo / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
-    for directory in [root, *(p for p in repo.rglob("*") if p.is_dir()), repo]:
-        directory.chmod(0o755)
-    return repo
 
 
 def boundary_policy(**harness: Any) -> dict[str, Any]:
@@ -398,52 +361,10 @@ def test_optional_imports_of_absent_packages_take_the_not_installed_branch(tmp_p
         line_of(repo, "launch.py", "assert not HAS_FLASH"))
 
 
-BOUNDARY_POLICY = r'''# no validator named: each launch runs until training would start
-version: 1
-matrix:
-  sources:
-    - kind: record_launches
-      scripts: ["tests/test_*.py"]
-      entry: '(^|/)train\.py$'
-harness:
-  stub_modules: [torch]
-  limits: {suite_seconds: 30}
-'''
-CI_SCRIPT = '''\
-import subprocess
-
-subprocess.run(["python3", "train.py", {argv}], check=True)
-'''
-NEW_ASSERT = '    assert args.tp < 4, "tp 4 is not supported yet"\n'
-
-
-def git(repo: Path, *args: str) -> str:
-    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True)
-    return done.stdout.strip()
-
-
 def test_a_pull_request_adding_an_assert_blocks_the_suites_it_rejects(tmp_path: Path) -> None:
-    ci = {f"tests/test_tp{tp}.py": CI_SCRIPT.replace("{argv}", f'"--tp", "{tp}", "--world", "8"')
-          for tp in (2, 4)}
-    repo = write_repo(tmp_path, {"train.py": ARGPARSE_TRAIN, **ci})
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", "-A")
-    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base")
-    git(repo, "checkout", "-qb", "pr")
-    train = repo / "train.py"
-    marker = '    assert args.world % args.tp == 0, "world size must divide by tp"\n'
-    train.write_text(train.read_text().replace(marker, marker + NEW_ASSERT))
-    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "refuse tp 4")
-    policy = tmp_path / "policy.yml"
-    policy.write_text(BOUNDARY_POLICY)
-    run = prtriage("check", "--repo", str(repo), "--base", "main", "--head", "pr", "--policy", str(policy),
-                   "--format", "json", cache_dir=tmp_path / "cache")
-    assert run.returncode == 1, run.describe()
-    report = run.json()
-    assert report["health"]["could_analyse"] is True
-    assert report["health"]["base"]["accepted"] == 2
-    [finding] = [f for f in report["findings"] if f["severity"] == "blocking"]
-    assert (finding["kind"], finding["suites"]) == ("new_rejection", ["tests/test_tp4.py"])
+    repo = base_repo(tmp_path, {"train.py": ARGPARSE_TRAIN, **ci_scripts()})
+    pull_request(repo, "train.py", NEW_ASSERT)
+    report, finding = one_blocking_rejection(check(tmp_path, repo, launch_policy()))
     assert (finding["path"], finding["line"], finding["in_diff"]) == (
         "train.py", line_of(repo, "train.py", "assert args.tp < 4"), True)
     assert "tp 4 is not supported yet" in finding["message"]

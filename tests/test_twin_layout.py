@@ -15,7 +15,18 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_twin_boundary import ARGPARSE_TRAIN, git, write_repo
+from launch_twin import (
+    ARGPARSE_TRAIN,
+    MARKER,
+    NEW_ASSERT,
+    base_repo,
+    check,
+    ci_scripts,
+    commit,
+    git,
+    launch_policy,
+    one_blocking_rejection,
+)
 from twin.cli import prtriage
 
 from app.analysis.core.layout import Layout, follow_layout
@@ -25,32 +36,8 @@ from app.trees.renames import earlier_paths, renamed_from
 ARGUMENTS, TRAIN = ARGPARSE_TRAIN.split("\n\ndef main():")
 TRAIN = "import torch\nimport torch.distributed as dist\n\nfrom arguments import parse_args, validate\n\n\n" \
         "def main():" + TRAIN
-CI_SCRIPT = '''\
-import subprocess
-
-subprocess.run(["python3", "train.py", "--tp", "{tp}", "--world", "8"], check=True)
-'''
-NEW_ASSERT = '    assert args.tp < 4, "tp 4 is not supported yet"\n'
-MARKER = '    assert args.world % args.tp == 0, "world size must divide by tp"\n'
-POLICY = r'''# written at the newest revision: its paths are today's
-version: 1
-validation:
-  paths: ["pkg/arguments.py"]
-matrix:
-  sources:
-    - kind: record_launches
-      scripts: ["tests/e2e/gpu/test_*.py"]
-      entry: '(^|/)train\.py$'
-harness:
-  stub_modules: [torch]
-  limits: {suite_seconds: 30}
-'''
-
-
-def commit(repo: Path, message: str) -> str:
-    git(repo, "add", "-A")
-    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", message)
-    return git(repo, "rev-parse", "HEAD")
+POLICY = launch_policy("tests/e2e/gpu/test_*.py", validation='validation:\n  paths: ["pkg/arguments.py"]\n',
+                       comment="written at the newest revision: its paths are today's")
 
 
 @pytest.fixture
@@ -58,10 +45,8 @@ def moved(tmp_path: Path) -> tuple[Path, str, str]:
     """main: the old layout (tests/test_tp*.py, arguments.py); the change refusing tp 4; the scripts moved
     to tests/e2e/; copied to tests/e2e/gpu/; the copies in tests/e2e/ deleted and arguments.py moved to pkg/.
     Returns the repository, the change's parent and the change."""
-    ci = {f"tests/test_tp{tp}.py": CI_SCRIPT.replace("{tp}", str(tp)) for tp in (2, 4)}
-    repo = write_repo(tmp_path, {"arguments.py": ARGUMENTS, "train.py": TRAIN, **ci})
-    git(repo, "init", "-q", "-b", "main")
-    base = commit(repo, "old layout")
+    repo = base_repo(tmp_path, {"arguments.py": ARGUMENTS, "train.py": TRAIN, **ci_scripts()}, "old layout")
+    base = git(repo, "rev-parse", "HEAD")
     arguments = repo / "arguments.py"
     arguments.write_text(arguments.read_text().replace(MARKER, MARKER + NEW_ASSERT))
     head = commit(repo, "refuse tp 4")
@@ -102,16 +87,7 @@ def test_renames_are_followed_through_each_move_and_copies_found(moved: tuple[Pa
 def test_a_change_before_the_move_is_analysed_with_the_scripts_at_their_older_paths(
         moved: tuple[Path, str, str], tmp_path: Path) -> None:
     repo, base, head = moved
-    policy = tmp_path / "policy.yml"
-    policy.write_text(POLICY)
-    run = prtriage("check", "--repo", str(repo), "--base", base, "--head", head, "--policy", str(policy),
-                   "--format", "json", cache_dir=tmp_path / "cache")
-    assert run.returncode == 1, run.describe()
-    report = run.json()
-    assert report["health"]["could_analyse"] is True
-    assert report["health"]["base"]["accepted"] == 2
-    [finding] = [f for f in report["findings"] if f["severity"] == "blocking"]
-    assert (finding["kind"], finding["suites"]) == ("new_rejection", ["tests/test_tp4.py"])
+    report, finding = one_blocking_rejection(check(tmp_path, repo, POLICY, base, head))
     assert finding["path"] == "arguments.py"
     # never silent: what was followed, in the report
     scripts, paths = report["policy"]["followed"]
@@ -179,21 +155,12 @@ def test_a_validator_the_revision_lacks_gives_way_to_each_launch_run_to_its_boun
     """Written after NVIDIA/Megatron-LM: its policy's entry, parse_and_validate_args, did not exist yet at
     older revisions (exit 3, "the validation entry ... does not import", on its clean changes too)."""
     repo, base, head = moved
-    policy = tmp_path / "policy.yml"
-    policy.write_text(POLICY.replace("validation:\n",
-                                     'validation:\n  entry: "arguments:parse_and_validate"\n'))
-    run = prtriage("check", "--repo", str(repo), "--base", base, "--head", head, "--policy", str(policy),
-                   "--format", "json", cache_dir=tmp_path / "cache")
-    assert run.returncode == 1, run.describe()
-    report = run.json()
-    assert report["health"]["could_analyse"] is True
-    assert report["health"]["base"]["accepted"] == 2
+    named = POLICY.replace("validation:\n", 'validation:\n  entry: "arguments:parse_and_validate"\n')
+    report, finding = one_blocking_rejection(check(tmp_path, repo, named, base, head))
     assert report["health"]["drift"] == [
         "validation.entry arguments:parse_and_validate: none exists at this revision; each launch ran to its "
         "training boundary instead"]
-    [finding] = [f for f in report["findings"] if f["severity"] == "blocking"]
-    assert (finding["kind"], finding["suites"], finding["path"]) == (
-        "new_rejection", ["tests/test_tp4.py"], "arguments.py")
+    assert finding["path"] == "arguments.py"
 
 
 def test_a_validator_that_exists_and_fails_to_import_is_no_drift(moved: tuple[Path, str, str],

@@ -10,12 +10,19 @@ health as assumed; where every parser ran for real, reading an option none defin
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from harness_twin import line_of
-from test_twin_boundary import git, write_repo
-from twin.cli import prtriage
+from launch_twin import (
+    NEW_ASSERT,
+    REFUSED,
+    base_repo,
+    check,
+    ci_scripts,
+    launch_policy,
+    one_blocking_rejection,
+    pull_request,
+)
 
 SGLANG_TRAIN = '''\
 import argparse
@@ -57,80 +64,76 @@ PLAIN_TRAIN = SGLANG_TRAIN
 for _line in SGLANG_LINES:
     assert _line in PLAIN_TRAIN
     PLAIN_TRAIN = PLAIN_TRAIN.replace(_line, "")  # every parser real: argparse's alone
-POLICY = r'''# no validator named: each launch runs until training would start
-version: 1
-matrix:
-  sources:
-    - kind: record_launches
-      scripts: ["tests/test_*.py"]
-      entry: '(^|/)train\.py$'
-harness:
-  stub_modules: [torch, sglang]
-  limits: {suite_seconds: 30}
-'''
-CI_SCRIPT = '''\
-import subprocess
-
-subprocess.run(["python3", "train.py", "--tp", "{tp}", "--world", "8"], check=True)
-'''
-MARKER = '    assert args.world % args.tp == 0, "world size must divide by tp"\n'
-COMMIT = ("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q")
+POLICY = launch_policy(stub_modules="torch, sglang")
 
 
-def pull_request(tmp_path: Path, train: str, added: str) -> Path:
-    """A repository whose `main` launches train.py with --tp 2 and --tp 4, and a branch `pr` adding ADDED
+def sglang_pull_request(tmp_path: Path, train: str, added: str) -> Path:
+    """A repository whose `main` launches TRAIN with --tp 2 and --tp 4, and a branch `pr` adding ADDED
     after the validator's last assert."""
-    ci = {f"tests/test_tp{tp}.py": CI_SCRIPT.replace("{tp}", str(tp)) for tp in (2, 4)}
-    repo = write_repo(tmp_path, {"train.py": train, **ci})
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", "-A")
-    git(repo, *COMMIT, "-m", "base")
-    git(repo, "checkout", "-qb", "pr")
-    path = repo / "train.py"
-    path.write_text(path.read_text().replace(MARKER, MARKER + added))
-    git(repo, *COMMIT, "-am", "change the validator")
-    (tmp_path / "policy.yml").write_text(POLICY)
+    repo = base_repo(tmp_path, {"train.py": train, **ci_scripts()})
+    pull_request(repo, "train.py", added)
     return repo
 
 
-def check(tmp_path: Path, repo: Path, form: str = "json") -> tuple[int, str]:
-    run = prtriage("check", "--repo", str(repo), "--base", "main", "--head", "pr", "--policy",
-                   str(tmp_path / "policy.yml"), "--format", form, cache_dir=tmp_path / "cache")
-    assert run.returncode in (0, 1), run.describe()
-    return run.returncode, run.stdout
-
-
 def test_an_option_a_stubbed_upstream_parser_defines_is_assumed_and_the_analysis_sees(tmp_path: Path) -> None:
-    repo = pull_request(tmp_path, SGLANG_TRAIN, '    assert args.tp < 4, "tp 4 is not supported yet"\n')
-    status, out = check(tmp_path, repo)
-    report = json.loads(out)
+    repo = sglang_pull_request(tmp_path, SGLANG_TRAIN, NEW_ASSERT)
+    # before: both base suites failed with "'>' not supported between 'NoneType' and 'int'", blind (exit 3);
+    # now the real change is caught, at its line, for the one suite it rejects
+    report, finding = one_blocking_rejection(check(tmp_path, repo, POLICY))
     health = report["health"]
-    # before: both base suites failed with "'>' not supported between 'NoneType' and 'int'", blind (exit 3)
-    assert health["could_analyse"] is True, health["reason"]
     assert health["base"] == {"accepted": 2, "rejected": 0, "error": 0, "accepted_share": 1.0}
     assert health["assumed"] == [
         {"name": "sglang_data_parallel_size", "value": 1, "base_suites": 2, "head_suites": 2}]
-    # the real change is still caught, at its line, for the one suite it rejects
-    assert status == 1
-    [finding] = [f for f in report["findings"] if f["severity"] == "blocking"]
-    assert (finding["kind"], finding["suites"]) == ("new_rejection", ["tests/test_tp4.py"])
+    assert health["assumed_rejections"] == []  # the refusal of tp 4 reads no assumed option
     assert (finding["path"], finding["line"]) == ("train.py", line_of(repo, "train.py", "assert args.tp < 4"))
     # and the assumption is said in the text report too
-    _, text = check(tmp_path, repo, "text")
     assert ("assumed 1 option a stubbed or replaced upstream parser may define (no parser here does; neutral "
-            "by name): sglang_data_parallel_size=1") in text
+            "by name): sglang_data_parallel_size=1") in check(tmp_path, repo, POLICY, form="text").stdout
 
 
 def test_reading_an_option_no_parser_defines_still_blocks_where_every_parser_ran(tmp_path: Path) -> None:
     added = "    args.tp_per_stage = args.tp // (args.pipeline_size or 1)\n"  # AttributeError on CI
-    repo = pull_request(tmp_path, PLAIN_TRAIN, added)
-    status, out = check(tmp_path, repo)
-    report = json.loads(out)
+    repo = sglang_pull_request(tmp_path, PLAIN_TRAIN, added)
+    run = check(tmp_path, repo, POLICY)
+    assert run.returncode == 1, run.describe()
+    report = run.json()
     health = report["health"]
     assert health["assumed"] == [] and health["stubbed_parser_reads"] == []
-    assert status == 1
     blocking = {f["message"]: f for f in report["findings"] if f["severity"] == "blocking"}
     finding = blocking["reads args.pipeline_size, which no parser defines"]
     assert finding["suites"] == ["tests/test_tp2.py", "tests/test_tp4.py"]
     assert (finding["path"], finding["line"]) == (
         "train.py", line_of(repo, "train.py", "args.tp_per_stage = "))
+
+
+def test_a_rejection_decided_by_an_assumed_value_is_blindness_not_a_finding(tmp_path: Path) -> None:
+    # miles-like: new validation compares an SGLang option no parser here defines; the harness assumed 1
+    added = '    assert args.sglang_data_parallel_size > 1 or args.tp < 4, "tp 4 needs sglang dp"\n'
+    repo = sglang_pull_request(tmp_path, SGLANG_TRAIN, added)
+    run = check(tmp_path, repo, POLICY)
+    # CI's SGLang may well default it otherwise: a warning saying why, nothing blocks
+    assert run.returncode == 0, run.describe()
+    report = run.json()
+    health = report["health"]
+    assert health["could_analyse"] is True, health["reason"]
+    assert health["assumed_rejections"] == ["tests/test_tp4.py"]
+    assert [f for f in report["findings"] if f["severity"] == "blocking"] == []
+    [finding] = [f for f in report["findings"] if f["kind"] == "new_rejection"]
+    assert (finding["severity"], finding["suites"]) == ("warning", REFUSED)
+    assert (finding["path"], finding["line"]) == (
+        "train.py", line_of(repo, "train.py", "tp 4 needs sglang dp"))
+    assert finding["message"] == (
+        "AssertionError: tp 4 needs sglang dp (rests on the value the harness assumed for "
+        "args.sglang_data_parallel_size, which a stubbed or replaced upstream parser may define: the "
+        "harness's blindness, not blocking)")
+    text = check(tmp_path, repo, POLICY, form="text").stdout
+    assert "sglang_data_parallel_size=1; 1 head rejection rests on them: not blocking" in text
+
+
+def test_an_assumed_option_read_in_the_message_alone_leaves_the_rejection_blocking(tmp_path: Path) -> None:
+    added = ('    assert args.tp < 4, '
+             'f"tp 4 is not supported with sglang dp {args.sglang_data_parallel_size}"\n')
+    repo = sglang_pull_request(tmp_path, SGLANG_TRAIN, added)
+    report, finding = one_blocking_rejection(check(tmp_path, repo, POLICY))
+    assert report["health"]["assumed_rejections"] == []
+    assert finding["message"] == "AssertionError: tp 4 is not supported with sglang dp 1"

@@ -115,6 +115,21 @@ def test_policy_severity_applies_to_new_rejections() -> None:
     assert kinds(findings) == [("new_rejection", "warning")]
 
 
+def test_a_rejection_resting_on_an_assumed_value_is_a_warning_apart_from_the_same_line_s_own() -> None:
+    assumed, own = suites(2, "tests/test_sglang.py"), suites(1, "tests/test_plain.py")
+    head = results(assumed, rejected(6, "dp"), rejection_assumes=("sglang_dp_size",)) \
+        | results(own, rejected(6, "dp"))
+    findings = judge(matrix(assumed, own), results(assumed + own, ACCEPTED), head, DIFF, POLICY)
+    assert [(f.severity, f.suites, f.message) for f in findings] == [
+        ("blocking", tuple(s.id for s in own), "AssertionError: dp"),
+        ("warning", tuple(s.id for s in assumed),
+         "AssertionError: dp (rests on the value the harness assumed for args.sglang_dp_size, which a "
+         "stubbed or replaced upstream parser may define: the harness's blindness, not blocking)")]
+    # what the harness sends survives the protocol's JSON
+    [result] = results(assumed[:1], rejected(6), rejection_assumes=("sglang_dp_size",)).values()
+    assert SuiteResult.from_json(result.to_json()) == result
+
+
 def test_fixed_suites_are_info() -> None:
     group = suites(2)
     findings = judge(matrix(group), results(group, rejected(3, "old check")), results(group, ACCEPTED),

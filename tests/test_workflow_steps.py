@@ -307,13 +307,24 @@ def test_an_unreadable_workflow_is_left_out_and_one_command_in_two_jobs_is_one_i
     def read(path: str) -> str:
         return texts[path]
 
-    items, disabled = list_steps([*sorted(texts), "README.md"], read, source_of(verl_shaped_policy()))
+    items, disabled, not_considered = list_steps([*sorted(texts), "README.md"], read,
+                                                 source_of(verl_shaped_policy()))
     # e2e_ppo_trainer_again:1 runs the very command of e2e_ppo_trainer_fsdp:4, in the same environment
     assert [item["id"].removeprefix(WORKFLOW_PATH + ":") for item in items] == [
         "e2e_ppo_trainer_fsdp:4", "e2e_ppo_trainer_fsdp:5", "e2e_ppo_trainer_fsdp:6",
         "e2e_ppo_trainer_fsdp:7"]
     assert all(item["shell"] and item["args"] == [] for item in items)
     assert disabled == [f"{WORKFLOW_PATH}:e2e_switched_off"]
+    assert not_considered == []  # the policy selects every job
+    # a job the policy leaves out that runs the source's scripts: not considered; pre_commit runs none
+    source = source_of(verl_shaped_policy()).model_copy(
+        update={"exclude_jobs": ["e2e_ppo_trainer_again", "e2e_switched_off", "pre_commit"]})
+    items, disabled, not_considered = list_steps(sorted(texts), read, source)
+    assert [item["id"].removeprefix(WORKFLOW_PATH + ":") for item in items] == [
+        "e2e_ppo_trainer_fsdp:4", "e2e_ppo_trainer_fsdp:5", "e2e_ppo_trainer_fsdp:6",
+        "e2e_ppo_trainer_fsdp:7"]
+    assert disabled == []  # CI does not run the job switched off: nothing to consider either
+    assert not_considered == [f"{WORKFLOW_PATH}:e2e_ppo_trainer_again (a job the policy leaves out)"]
     try:
         steps_from_workflow("x" * 2_000_000, "big.yml", source_of(verl_shaped_policy()))
     except WorkflowError as exc:

@@ -24,6 +24,8 @@ from app.analysis.sources.recipes import list_cases, recipe_rows
 from app.analysis.sources.yaml_args import _xargs_trim, envsubst, flatten_file, flatten_map
 from app.analysis.sources.yaml_args_keys import YamlArgs
 from app.analysis.sources.yaml_plain import YamlError, compose_plain
+from app.analysis.verdict.render import render, report_json
+from app.analysis.verdict.report import CheckReport
 from app.engine.check_steps import run_check
 
 SOURCE = YamlArgs.model_validate({"kind": "yaml_args", "map": "MODEL_ARGS", "env_map": "ENV_VARS"})
@@ -197,9 +199,16 @@ def test_cases_by_scope_one_suite_per_command_line_and_why_the_rest_are_not_capt
                           "/workspace/assets/tensorboard", "--bf16")
     assert suite.env == {"WORLD_SIZE": "8", "NCCL_ALGO": "Ring"}
     assert listing.disabled == ["gpt/gpt3_broken (scope mr-broken)", "gpt/perf_broken (scope mr-broken)"]
+    assert listing.not_considered == []
     assert [case for case, _ in listing.failed] == ["gpt/gpt3_new_assert"]  # its file is not in the tree
     assert [case for case, _ in listing.no_entry] == ["gpt/perf_new_assert", "gpt/perf_tp2"]
     assert (listing.cases, listing.captured) == (4, 1)
+    # a scope CI runs (by its name) that the policy does not list: not considered, which is not what CI skips
+    narrower = YamlArgs.model_validate({**RECIPE_POLICY, "scopes": ["mr", "nightly"]})
+    listing = list_cases(narrower, sorted(files), files.__getitem__)
+    assert listing.not_considered == ["gpt/gpt3_new_assert (scope mr-github)",
+                                      "gpt/perf_new_assert (scope mr-github)"]
+    assert listing.disabled == ["gpt/gpt3_broken (scope mr-broken)", "gpt/perf_broken (scope mr-broken)"]
 
 
 def test_the_builtin_megatron_policy_loads_and_is_picked_by_repository_name() -> None:
@@ -266,7 +275,10 @@ def twin(root: Path, arguments: str) -> Path:
     return root
 
 
-def test_twin_end_to_end_a_new_assert_blocks_the_suites_it_rejects(tmp_path: Path) -> None:
+def recipe_check(tmp_path: Path, scopes: list[str]) -> CheckReport:
+    """The twin's check of a head adding an assert that rejects gpt3_new_assert (scope mr-github), with the
+    policy's SCOPES."""
+    source = {**RECIPE_POLICY, "scopes": scopes}
     policy = parse_policy(
         "version: 1\n"
         "validation:\n"
@@ -276,15 +288,37 @@ def test_twin_end_to_end_a_new_assert_blocks_the_suites_it_rejects(tmp_path: Pat
         "  replace:\n"  # what the built-in policy does: global state is set after validation, not by it
         "    - {target: 'megatron.training.arguments:set_global_variables', with: return_value, value: null,"
         " only_if_missing: false}\n"
-        f"matrix:\n  sources: [{RECIPE_POLICY!r}]\n".replace("'", '"'), "twin")
+        f"matrix:\n  sources: [{source!r}]\n".replace("'", '"'), "twin")
     head = ARGUMENTS + '    assert not (args.bf16 and args.tensorboard_dir.startswith("/tmp")), "tb"\n'
-    report = run_check(twin(tmp_path / "base", ARGUMENTS), twin(tmp_path / "head", head), policy,
-                       base_sha=None, head_sha=None, cache_dir=tmp_path / "cache", allow_unsandboxed=False)
+    return run_check(twin(tmp_path / "base", ARGUMENTS), twin(tmp_path / "head", head), policy,
+                     base_sha=None, head_sha=None, cache_dir=tmp_path / "cache", allow_unsandboxed=False)
+
+
+def test_twin_end_to_end_a_new_assert_blocks_the_suites_it_rejects(tmp_path: Path) -> None:
+    report = recipe_check(tmp_path, ["mr", "mr-github", "nightly"])
     assert [s.id for s in report.matrix.suites] == ["gpt/gpt3_new_assert", "gpt/gpt3_tp2", "gpt/gpt3_tp2#2"]
     assert all(r.outcome.outcome == "accepted" for r in report.base.values())
     [finding] = report.findings
     assert (finding.kind, finding.severity, finding.suites) == (
         "new_rejection", "blocking", ("gpt/gpt3_new_assert",))
+    assert report.health is not None and report.health.not_considered == ()
+    assert report.health.disabled == ("gpt/gpt3_broken (scope mr-broken)",)
+
+
+def test_a_scope_the_policy_leaves_out_is_listed_as_not_considered(tmp_path: Path) -> None:
+    """Written after NVIDIA/Megatron-LM's history: a change exited 0 while the suites it broke belonged to a
+    CI scope the policy left out, listed among the disabled (what CI skips) if at all."""
+    report = recipe_check(tmp_path, ["mr", "nightly"])
+    assert [s.id for s in report.matrix.suites] == ["gpt/gpt3_tp2", "gpt/gpt3_tp2#2"]
+    assert [f for f in report.findings if f.severity == "blocking"] == []
+    assert report.health is not None
+    assert report.health.not_considered == ("gpt/gpt3_new_assert (scope mr-github)",)
+    assert report.health.to_json()["scripts"]["not_considered"] == ["gpt/gpt3_new_assert (scope mr-github)"]
+    assert report_json(report)["capture"]["not_considered"] == ["gpt/gpt3_new_assert (scope mr-github)"]
+    text = render(report, "text")
+    assert "health: 2 suites from 1 of 3 scripts (1 disabled, 1 not considered); base accepts 2/2" in text
+    assert ("not considered: 1 case CI may run, which the policy leaves out (never replayed): "
+            "gpt/gpt3_new_assert (scope mr-github)") in text
 
 
 def test_entry_scripts_own_flags_count_and_one_that_never_calls_the_entry_is_rejected(tmp_path: Path) -> None:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import resource
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from app.analysis.core.model import Matrix, Suite, SuiteResult
@@ -73,7 +74,9 @@ def run_check(base_tree: Path, head_tree: Path, policy: Policy, *, base_sha: str
         matrix, cached, capture_s = _capture(head_tree, policy, cache_dir, allow_unsandboxed, progress,
                                              repository, interpreter)
         base = None
-        if learned is None:  # learn first: the change may touch nothing the validation imports
+        # learn first when the change may touch nothing the validation imports; a change to a listed path is
+        # analysed whatever the base imports, and both revisions are validated at once
+        if learned is None and not policy.touches_validation(list(changed)):
             base, learned = _learn(base_tree, policy, matrix.suites, progress, cache_dir, interpreter,
                                    allow_unsandboxed, learned_key)
             because = analysed_because(policy, changed, learned)
@@ -81,9 +84,14 @@ def run_check(base_tree: Path, head_tree: Path, policy: Policy, *, base_sha: str
                 return CheckReport(base_sha, head_sha, validation_changed=False, changed_paths=changed,
                                    timing=Timing(capture_s=capture_s, base_s=base.seconds,
                                                  total_s=time.monotonic() - started), learned_paths=learned)
-        trace = trace_lines(diff, policy, head_sources, learned=learned or frozenset())
-        base, head = _validate_both(base_tree, head_tree, policy, matrix.suites, trace, allow_unsandboxed,
-                                    progress, cache_dir, interpreter, base)
+        if base is None and learned is None:
+            base, head, trace = _validate_while_learning(base_tree, head_tree, policy, matrix.suites,
+                                                         (diff, head_sources), allow_unsandboxed, progress,
+                                                         cache_dir, interpreter, learned_key)
+        else:
+            trace = trace_lines(diff, policy, head_sources, learned=learned or frozenset())
+            base, head = _validate_both(base_tree, head_tree, policy, matrix.suites, trace, allow_unsandboxed,
+                                        progress, cache_dir, interpreter, base)
     except SandboxUnavailable as exc:
         raise AnalysisError(f"{exc}; {SANDBOX_HINT}") from None
     except PermissionError as exc:  # a tree the sandbox's unprivileged uid cannot read
@@ -92,12 +100,13 @@ def run_check(base_tree: Path, head_tree: Path, policy: Policy, *, base_sha: str
     findings = verdict(matrix, base.results, head.results, diff, policy, traced=trace)
     health = assess(matrix, base.results, head.results, trace,
                     max_base_failures=policy.health.max_base_failures, fail_open=policy.health.fail_open)
-    minimize_started = time.monotonic()
+    minimize_started, minimize_cpu = time.monotonic(), _children_cpu()
     if health.could_analyse:  # a blind analysis' findings are not worth the search
         findings = explain_rejections(findings, matrix.suites, head.results, in_the_warm_leader(
             head_tree, policy, allow_unsandboxed=allow_unsandboxed, interpreter=interpreter))
     timing = Timing(capture_s=capture_s, base_s=base.seconds, head_s=head.seconds,
-                    minimize_s=time.monotonic() - minimize_started, total_s=time.monotonic() - started)
+                    minimize_s=time.monotonic() - minimize_started, total_s=time.monotonic() - started,
+                    minimize_cpu_s=_children_cpu() - minimize_cpu)
     return CheckReport(base_sha, head_sha, validation_changed=True, changed_paths=changed, matrix=matrix,
                        base=base.results, head=head.results, findings=tuple(findings), capture_cached=cached,
                        base_cached=base.cached, sandboxed=base.sandboxed and head.sandboxed, timing=timing,
@@ -106,16 +115,51 @@ def run_check(base_tree: Path, head_tree: Path, policy: Policy, *, base_sha: str
                            base.results, policy.health.max_base_failures) or learned)
 
 
+def _children_cpu() -> float:
+    """CPU seconds of this process's children that ended (a sandbox's, with what it reaped): the search
+    runs alone, after both revisions' sandboxes ended, so the difference around it is its own (in a
+    process that runs one check at a time)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _learn(base_tree: Path, policy: Policy, suites: tuple[Suite, ...], progress: Progress | None,
            cache_dir: Path, interpreter: Interpreter, allow_unsandboxed: bool,
            learned_key: str) -> tuple[_Validated, frozenset[str] | None]:
     """The base validated (alone, before the head), and the modules its validation imported, kept for
     the next check at this base."""
     base = _validate_base(base_tree, policy, suites, progress, cache_dir, interpreter, allow_unsandboxed)
+    return base, _keep_learned(base, policy, cache_dir, learned_key)
+
+
+def _keep_learned(base: _Validated, policy: Policy, cache_dir: Path,
+                  learned_key: str) -> frozenset[str] | None:
+    """The modules the base's validation imported, kept for the next check at this base."""
     learned = validation_cache.learned_from(base.results, policy.health.max_base_failures)
     if learned is not None:
         validation_cache.store_learned(cache_dir, learned_key, learned, sandboxed=base.sandboxed)
-    return base, learned
+    return learned
+
+
+def _validate_while_learning(base_tree: Path, head_tree: Path, policy: Policy, suites: tuple[Suite, ...],
+                             change: tuple[TreeDiff, dict[str, str]], allow_unsandboxed: bool,
+                             progress: Progress | None, cache_dir: Path, interpreter: Interpreter,
+                             learned_key: str) -> tuple[_Validated, _Validated, dict[str, list[int]]]:
+    """Both revisions at once while the base learns what its validation imports, and the trace that
+    learning gives. The head traces every changed module the base may turn out to import and keeps the
+    lines of those it did: tracing only watches which lines run, so the head's results are those a trace of
+    the learned modules alone gives."""
+    diff, head_sources = change
+    modules = frozenset(path for path in diff.changed_paths if path.endswith(".py"))
+    base, head = _validate_both(base_tree, head_tree, policy, suites,
+                                trace_lines(diff, policy, head_sources, learned=modules), allow_unsandboxed,
+                                progress, cache_dir, interpreter)
+    learned = _keep_learned(base, policy, cache_dir, learned_key)
+    trace = trace_lines(diff, policy, head_sources, learned=learned or frozenset())
+    results = {suite: replace(result, lines_hit={path: lines for path, lines in result.lines_hit.items()
+                                                 if path in trace})
+               for suite, result in head.results.items()}
+    return base, replace(head, results=results), trace
 
 
 def analysed_because(policy: Policy, changed: tuple[str, ...], learned: frozenset[str] | None) -> str | None:

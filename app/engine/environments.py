@@ -13,6 +13,7 @@ import contextlib
 import fcntl
 import functools
 import hashlib
+import importlib.metadata
 import json
 import os
 import re
@@ -35,7 +36,7 @@ SECTION = "envs"
 INSTALLATION_SCRIPT = package_file("app.sandbox", "installation.py")
 ENV_DIR_VARIABLE = "PRTRIAGE_ENV_DIR"
 MARKER = "prtriage-env.json"
-FORMAT = 1  # of the environment's key and marker: a change rebuilds every environment
+FORMAT = 2  # of the environment's key and marker: a change rebuilds every environment
 BUILD_SECONDS = 3600.0
 MAX_REQUIREMENTS_FILE = 1024 * 1024
 # Variables never passed to pip: it runs packages' build code on the host.
@@ -217,18 +218,21 @@ def _built(directory: Path, python: Python, requirements: tuple[str, ...],
 
 def _build(partial: Path, python: Python, requirements: tuple[str, ...], started: float) -> None:
     log_path = partial / "build.log"
-    _run([python.executable, "-m", "venv", str(partial)], log_path, "harness.python",
-         f"Python {python.version} could not make a virtual environment (its venv/ensurepip module)")
+    own_pip = _own_pip()
+    target = str(partial / "bin" / "python")
+    # prtriage's own pip installs into the environment (`pip --python`): no pip of its own to unpack into it
+    # first (ensurepip: 3.3 s of CPU, more at load), and the environment holds only what the policy asks for
+    _run([python.executable, "-m", "venv", *(["--without-pip"] if own_pip else []), str(partial)], log_path,
+         "harness.python", f"Python {python.version} could not make a virtual environment (its venv module)")
     listing = partial / "requirements.txt"
     listing.write_text("".join(f"{line}\n" for line in requirements), encoding="utf-8")
-    pip = [str(partial / "bin" / "python"), "-m", "pip"]
+    pip = [*own_pip, "--python", target] if own_pip else [target, "-m", "pip"]
     _run([*pip, "install", "--disable-pip-version-check", "--no-input", "--progress-bar", "off",
-          "--retries", "2", "-r", str(listing)], log_path, "harness.requirements",
+          "--retries", "2", "--no-compile", "-r", str(listing)], log_path, "harness.requirements",
          f"pip could not install the analysis environment ({len(requirements)} requirements for Python "
          f"{python.version})")
-    frozen = subprocess.run([*pip, "freeze", "--disable-pip-version-check"], capture_output=True, text=True,
-                            check=False, timeout=300, env=_pip_env())
-    installed = sorted(frozen.stdout.split())
+    _compile(target, site_packages(partial), log_path)
+    installed = installed_distributions(partial)
     document = {"format": FORMAT, "python": python.executable, "version": python.version,
                 "requirements": list(requirements), "installed": installed,
                 "digest": _digest({"python": python.full, "installed": installed}),
@@ -236,6 +240,47 @@ def _build(partial: Path, python: Python, requirements: tuple[str, ...], started
                 "build_seconds": round(time.monotonic() - started, 1), "used_by": []}
     (partial / MARKER).write_text(json.dumps(document, indent=1), encoding="utf-8")
     _open_to_others(partial)
+
+
+@functools.cache
+def _own_pip() -> list[str]:
+    """pip as prtriage's interpreter has it, when it can install into another (`--python`, pip 22.3); else
+    nothing: the environment then gets a pip of its own from its Python's ensurepip."""
+    try:
+        version = importlib.metadata.version("pip")
+    except importlib.metadata.PackageNotFoundError:
+        return []
+    numbers = [int(part) if part.isdigit() else 0 for part in version.split(".")[:2]]
+    return [sys.executable, "-m", "pip"] if numbers >= [22, 3] else []
+
+
+def _compile(python: str, directories: list[Path], log_path: Path) -> None:
+    """The installed modules' bytecode, on every core (pip compiles one file after the other): the sandbox
+    reads the environment read-only, so each of its processes would compile them again. A file that does
+    not compile is left to its importer, as pip leaves it."""
+    argv = [python, "-m", "compileall", "-q", "-j", "0", *map(str, directories)]
+    with log_path.open("a", encoding="utf-8") as log:
+        log.write(f"$ {' '.join(argv)}\n")
+        log.flush()
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, check=False,
+                           timeout=BUILD_SECONDS, env=_pip_env())
+
+
+def site_packages(environment: Path) -> list[Path]:
+    """The environment's site-packages directories (lib64 is often a link to lib: listed once)."""
+    found: dict[Path, Path] = {}
+    for path in sorted(environment.glob("lib*/python*/site-packages")):
+        found.setdefault(path.resolve(), path)
+    return list(found.values())
+
+
+def installed_distributions(environment: Path) -> list[str]:
+    """Every distribution installed in the environment, `name==version`, sorted: what `pip freeze` lists,
+    read from the metadata without starting pip."""
+    found = {f"{dist.metadata['Name']}=={dist.version}"
+             for dist in importlib.metadata.distributions(path=[str(p) for p in site_packages(environment)])}
+    return sorted(found)
 
 
 def _run(argv: list[str], log_path: Path, key: str, what: str) -> None:

@@ -53,6 +53,7 @@ class _Search:
     argvs: list[tuple[str, ...]]  # of every suite of the finding
     best: Candidate = ()  # what the searcher found: the smallest set seen rejected
     complete: bool = False
+    rounds: list[int] = dataclasses.field(default_factory=list)  # the sets each round tried
 
     def __post_init__(self) -> None:
         self.best = tuple(range(len(self.units)))  # the whole suite, until the searcher says better
@@ -150,6 +151,10 @@ def _believe(search: _Search, message: Mapping[str, object]) -> None:
         log.warning("minimal arguments: ignored a malformed answer of the sandbox: %.200r", message)
         return
     search.best, search.complete = tuple(kept), complete
+    sets = message.get("sets")  # each round's sets of this search: what it cost, never what it found
+    if isinstance(sets, list) and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0
+                                      for n in sets):
+        search.rounds = sets
 
 
 def _start(finding: Finding, suites: Mapping[str, Suite], head: Mapping[str, SuiteResult]) -> _Search | None:
@@ -187,6 +192,7 @@ def _round(running: list[_Search], validate: Validate) -> None:
     results = validate(batch)
     log.info("minimal arguments: a round of %d sets in %.1f s", len(batch), time.monotonic() - started)
     for search in running:
+        search.rounds.append(sum(1 for owner, _, _ in asked if owner is search))
         search.search.observe({candidate: trial in results and _at_line(results[trial], search.finding)
                                for owner, candidate, trial in asked if owner is search})
 
@@ -196,5 +202,6 @@ def _result(search: _Search) -> MinimalArgs:
     wanted = [search.units[index] for index in kept]
     every = all(contains(argv, wanted) for argv in search.argvs)
     return MinimalArgs(args=join(search.units, kept), count=len(kept), of=len(search.units),
-                       suite=search.suite.id, complete=search.complete, every_suite_passes=every)
+                       suite=search.suite.id, complete=search.complete, every_suite_passes=every,
+                       sets=sum(search.rounds), rounds=len(search.rounds))
 

@@ -56,12 +56,15 @@ class Matrix:
     no_entry: tuple[CaptureFailure, ...] = ()
     # Scripts whose suites were recorded and which failed afterwards (checking their own side effects).
     partial: tuple[CaptureFailure, ...] = ()
+    # What CI may run and the policy leaves out (recipe rows of scopes it does not list), by label: never
+    # silent, but neither a suite nor a capture failure.
+    not_considered: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {"suites": [s.to_json() for s in self.suites], "scripts": self.scripts,
                 "captured": self.captured, "failed": [asdict(f) for f in self.failed],
                 "disabled": list(self.disabled), "no_entry": [asdict(f) for f in self.no_entry],
-                "partial": [asdict(f) for f in self.partial]}
+                "partial": [asdict(f) for f in self.partial], "not_considered": list(self.not_considered)}
 
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> Matrix:
@@ -69,7 +72,8 @@ class Matrix:
                    captured=raw["captured"], failed=tuple(CaptureFailure(**f) for f in raw["failed"]),
                    disabled=tuple(raw.get("disabled", ())),
                    no_entry=tuple(CaptureFailure(**f) for f in raw.get("no_entry", ())),
-                   partial=tuple(CaptureFailure(**f) for f in raw.get("partial", ())))
+                   partial=tuple(CaptureFailure(**f) for f in raw.get("partial", ())),
+                   not_considered=tuple(str(n) for n in raw.get("not_considered", ())))
 
 
 @dataclass(frozen=True)
@@ -135,13 +139,16 @@ class SuiteResult:
     lines_hit: dict[str, tuple[int, ...]] = field(default_factory=dict)  # traced changed lines that ran
     imported: tuple[str, ...] = ()  # repository modules the validation imported (repo-relative, sorted)
     drift: tuple[str, ...] = ()  # replacement targets this revision lacks, skipped ("target: why")
+    # assumed options (LearnedAttribute.assumed) the rejection rests on: read at its line, or another
+    # neutral value of theirs ends the suite otherwise (harness/assumption.py)
+    rejection_assumes: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {"suite_id": self.suite_id, "outcome": self.outcome.to_json(),
                 "events": [e.to_json() for e in self.events], "known_flags": list(self.known_flags),
                 "tolerated_flags": list(self.tolerated_flags), "learned": [asdict(a) for a in self.learned],
                 "lines_hit": {p: list(ls) for p, ls in self.lines_hit.items()}, "drift": list(self.drift),
-                "imported": list(self.imported)}
+                "imported": list(self.imported), "rejection_assumes": list(self.rejection_assumes)}
 
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> SuiteResult:
@@ -152,7 +159,8 @@ class SuiteResult:
                    learned=tuple(LearnedAttribute(**a) for a in raw.get("learned", ())),
                    lines_hit={p: tuple(ls) for p, ls in raw.get("lines_hit", {}).items()},
                    drift=tuple(str(d) for d in raw.get("drift", ())),
-                   imported=checked_imports(raw.get("imported", ())))
+                   imported=checked_imports(raw.get("imported", ())),
+                   rejection_assumes=tuple(str(n) for n in raw.get("rejection_assumes", ())))
 
 
 def checked_imports(raw: Any, limit: int = MAX_IMPORTED) -> tuple[str, ...]:
@@ -187,15 +195,21 @@ class MinimalArgs:
     suite: str  # the suite it was searched on
     complete: bool  # False: the search was cut short, ARGS is the smallest set seen rejected
     every_suite_passes: bool  # every suite of the finding passes all of ARGS
+    # what the search cost: the argument sets it tried, in how many rounds (a trip through the forks each);
+    # how it searched, not what it found (two searches that find the same set are equal)
+    sets: int = field(default=0, compare=False)
+    rounds: int = field(default=0, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         return {"args": list(self.args), "count": self.count, "of": self.of, "suite": self.suite,
-                "complete": self.complete, "every_suite_passes": self.every_suite_passes}
+                "complete": self.complete, "every_suite_passes": self.every_suite_passes, "sets": self.sets,
+                "rounds": self.rounds}
 
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> MinimalArgs:
         return cls(args=tuple(raw["args"]), count=int(raw["count"]), of=int(raw["of"]), suite=raw["suite"],
-                   complete=bool(raw["complete"]), every_suite_passes=bool(raw["every_suite_passes"]))
+                   complete=bool(raw["complete"]), every_suite_passes=bool(raw["every_suite_passes"]),
+                   sets=int(raw.get("sets", 0)), rounds=int(raw.get("rounds", 0)))
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ def build_matrix(policy: Policy, reports: Mapping[int, Sequence[ScriptReport]], 
     suites: list[Suite] = []
     notes: dict[str, list[CaptureFailure]] = {"failed": [], "no_entry": [], "partial": []}
     disabled: list[str] = []
+    not_considered: list[str] = []
     scripts = captured = 0
     for index, source in enumerate(policy.matrix.sources):
         kind = kind_of(source)
@@ -30,6 +31,7 @@ def build_matrix(policy: Policy, reports: Mapping[int, Sequence[ScriptReport]], 
         suites.extend(listing.suites)
         notes["failed"] += listing.failed
         notes["no_entry"] += listing.no_entry
+        not_considered += listing.not_considered
         scripts, captured = scripts + listing.cases, captured + listing.captured
         if kind.recorded is None:
             disabled += listing.disabled
@@ -48,7 +50,7 @@ def build_matrix(policy: Policy, reports: Mapping[int, Sequence[ScriptReport]], 
                 suites.extend(found.suites)
     return Matrix(suites=tuple(_unique_ids(suites)), scripts=scripts, captured=captured,
                   failed=tuple(notes["failed"]), disabled=tuple(disabled), no_entry=tuple(notes["no_entry"]),
-                  partial=tuple(notes["partial"]))
+                  partial=tuple(notes["partial"]), not_considered=tuple(not_considered))
 
 
 def _unique_ids(suites: Iterable[Suite]) -> list[Suite]:

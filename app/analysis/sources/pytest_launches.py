@@ -13,6 +13,7 @@ is the test that made it.
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import re
 import shlex
@@ -45,12 +46,12 @@ def list_items(source: PytestLaunches, tree: SourceTree, where: str) -> Listing:
     steps = WorkflowSteps(kind="workflow_steps", workflows=source.workflows, jobs=source.jobs,
                           exclude_jobs=source.exclude_jobs, scripts=PYTEST_WORDS, env=source.env,
                           entry=source.entry)
-    items, disabled = list_steps(tree.paths(), lambda path: read_workflow(tree, path), steps) \
-        if source.workflows else ([], [])
+    read = functools.partial(read_workflow, tree)
+    items, disabled, left_out = list_steps(tree.paths(), read, steps) if source.workflows else ([], [], [])
     for words in source.invocations:
         command = shlex.join(["pytest", *words[:MAX_INVOCATION_WORDS]])
         items.append({"id": command, "script": command, "args": [], "env": {}, "shell": command})
-    return Listing(items=tuple(items), disabled=tuple(disabled))
+    return Listing(items=tuple(items), disabled=tuple(disabled), not_considered=tuple(left_out))
 
 
 def recorded(report: ScriptReport, source: PytestLaunches, repo_mount: str) -> Found:

@@ -20,7 +20,10 @@ _ENV_FROM_ATTRIBUTE = re.compile(r"\b(\w+)=\{\w+\.(__module__|__name__)\}")
 
 
 def list_items(source: PythonDefinitions, tree: SourceTree, where: str) -> Listing:
-    return Listing(items=tuple({"id": target, "script": target} for target in source.functions))
+    """One item per function, called in the job's environment: CI's runner imports the definitions' module
+    there, and a module may read it at import (`os.getenv("RUNNER_TEMP")` for an absolute load path)."""
+    return Listing(items=tuple({"id": target, "script": target, "env": dict(source.env)}
+                               for target in source.functions))
 
 
 def detect(root: Path, recording: dict[str, Any]) -> Iterator[tuple[dict[str, Any], str]]:

@@ -9,6 +9,15 @@ from pydantic import Field, field_validator
 from app.analysis.sources.source_keys import StrictModel, check_target
 
 
+class LaunchForm(StrictModel):
+    """Another form of the runner's launch (an older layout's), used at a revision whose files say so."""
+
+    when: dict[str, str] = Field(min_length=1, description="Repo-relative file -> text it contains at the "
+                                 "revision; the form fits where every one does.")
+    args: list[str] = Field(description="`args` at such a revision.")
+    defaults: dict[str, str] = Field(default_factory=dict, description="`defaults` at such a revision.")
+
+
 class PythonDefinitions(StrictModel):
     """Suites defined as Python objects: functions of the repository, called in the sandbox, return lists of
     definitions; each definition's runs become suites."""
@@ -31,6 +40,10 @@ class PythonDefinitions(StrictModel):
                             "the run lacks is left out.")
     defaults: dict[str, str] = Field(default_factory=dict, description="Values of `args` fields for a run "
                                      "that lacks the per_run item ('configs.__module__': 'llama3').")
+    forms: list[LaunchForm] = Field(default_factory=list, description="Other forms of the launch, tried in "
+                                    "order: the first whose `when` holds at the revision replaces `args` "
+                                    "and `defaults` there (a note in the policy's origin says which); none "
+                                    "fitting: `args` as written.")
     entry: str = Field("", description="The entry script, repo-relative (sys.argv[0] of validation).")
     env: dict[str, str] = Field(default_factory=dict, description="Job environment of every suite.")
 

@@ -27,7 +27,7 @@ from app.analysis.core.model import CaptureFailure, Suite
 from app.analysis.core.policy import path_matches
 from app.analysis.sources.source_kind import Listing, SourceKind, SourceTree
 from app.analysis.sources.yaml_args import FlatSuite, flatten_file
-from app.analysis.sources.yaml_args_keys import YamlArgs
+from app.analysis.sources.yaml_args_keys import NOT_RUN_SCOPE, YamlArgs
 from app.analysis.sources.yaml_plain import MAX_FILE_BYTES, SAFE_LOADER, YamlError
 
 MAX_ROWS_PER_RECIPE = 4096
@@ -61,6 +61,8 @@ class CaseListing:
     failed: list[tuple[str, str]] = field(default_factory=list)  # (case, reason)
     no_entry: list[tuple[str, str]] = field(default_factory=list)
     disabled: list[str] = field(default_factory=list)
+    # cases of scopes the policy's `scopes` leaves out: CI may run them, the analysis does not consider them
+    not_considered: list[str] = field(default_factory=list)
     cases: int = 0
     captured: int = 0
     notes: list[str] = field(default_factory=list)
@@ -177,13 +179,17 @@ def _row_cases(source: YamlArgs, rows: list[RecipeRow], tree: set[str], read: Re
                listing: CaseListing) -> None:
     enabled: dict[str, list[RecipeRow]] = {}
     off: dict[str, str] = {}
+    left_out: set[str] = set()  # cases with a row in a scope CI runs (by its name) and the policy leaves out
     for row in rows:
-        case_id = _fill(source.id, row.fields)
-        if source.scopes and str(row.fields.get("scope")) not in source.scopes:
-            off.setdefault(case_id, f"{case_id} (scope {row.fields.get('scope')})")
+        case_id, scope = _fill(source.id, row.fields), str(row.fields.get("scope"))
+        if source.scopes and scope not in source.scopes:
+            off.setdefault(case_id, f"{case_id} (scope {scope})")
+            left_out |= {case_id} if not NOT_RUN_SCOPE.search(scope) else set()
             continue
         enabled.setdefault(case_id, []).append(row)
-    listing.disabled += [label for case_id, label in sorted(off.items()) if case_id not in enabled]
+    for case_id, label in sorted(off.items()):
+        if case_id not in enabled:
+            (listing.not_considered if case_id in left_out else listing.disabled).append(label)
     for case_id, case_rows in sorted(enabled.items()):
         listing.cases += 1
         seen: set[tuple[Any, ...]] = set()
@@ -247,7 +253,8 @@ def list_items(source: YamlArgs, tree: SourceTree, where: str) -> Listing:
                                 for s in listing.suites),
                    failed=tuple(CaptureFailure(case, reason) for case, reason in listing.failed),
                    no_entry=tuple(CaptureFailure(case, reason) for case, reason in listing.no_entry),
-                   disabled=tuple(listing.disabled), cases=listing.cases, captured=listing.captured)
+                   disabled=tuple(listing.disabled), not_considered=tuple(listing.not_considered),
+                   cases=listing.cases, captured=listing.captured)
 
 
 KIND = SourceKind(YamlArgs, list_items)

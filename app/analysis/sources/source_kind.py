@@ -60,6 +60,7 @@ class Listing:
 
     items: tuple[CaptureItem, ...] = ()
     disabled: tuple[str, ...] = ()  # what CI skips, by label
+    not_considered: tuple[str, ...] = ()  # what CI may run and the policy leaves out (a scope), by label
     suites: tuple[Suite, ...] = ()
     failed: tuple[CaptureFailure, ...] = ()
     no_entry: tuple[CaptureFailure, ...] = ()

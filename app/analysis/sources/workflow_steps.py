@@ -62,6 +62,7 @@ class StepListing:
 
     steps: list[WorkflowStep] = field(default_factory=list)
     disabled: list[str] = field(default_factory=list)
+    not_considered: list[str] = field(default_factory=list)  # jobs the policy leaves out that run scripts
     notes: list[str] = field(default_factory=list)
 
 
@@ -73,16 +74,20 @@ def steps_from_workflow(text: str, path: str, source: WorkflowSteps,
     listing = StepListing()
     patterns = [glob_regex(g) for g in source.scripts]
     for name, job in jobs.items():
-        selected = (not source.jobs or name in source.jobs) and name not in source.exclude_jobs
-        if not isinstance(job, dict) or not selected:
+        if not isinstance(job, dict):
             continue
         where = f"{path}:{name}"
-        steps = _script_steps(job_steps(job.get("steps"), read, listing.notes, where), patterns)
-        if _literally_false(job.get("if")):
+        selected = (not source.jobs or name in source.jobs) and name not in source.exclude_jobs
+        notes = listing.notes if selected else []  # a job left out says nothing more than that
+        steps = _script_steps(job_steps(job.get("steps"), read, notes, where), patterns)
+        if not selected:
+            if steps and not _literally_false(job.get("if")):  # CI runs the source's scripts there
+                listing.not_considered.append(f"{where} (a job the policy leaves out)")
+        elif _literally_false(job.get("if")):
             if steps:
                 listing.disabled.append(where)
-            continue
-        _list_job(listing, where, job, workflow_env, steps, patterns, source)
+        else:
+            _list_job(listing, where, job, workflow_env, steps, patterns, source)
     return listing
 
 
@@ -128,25 +133,27 @@ def _list_job(listing: StepListing, where: str, job: dict[str, Any], workflow_en
 
 
 def list_steps(files: Iterable[str], read: Callable[[str], str],
-               source: WorkflowSteps) -> tuple[list[dict[str, Any]], list[str]]:
+               source: WorkflowSteps) -> tuple[list[dict[str, Any]], list[str], list[str]]:
     """The capture items of a workflow_steps source over the repository's `files` (`read` gives a file's
-    text, raising OSError or WorkflowError): one per distinct step text and environment; and the labels of
-    jobs whose `if:` is literally false."""
+    text, raising OSError or WorkflowError): one per distinct step text and environment; the labels of
+    jobs whose `if:` is literally false; and of those running the source's scripts the policy leaves out."""
     items: dict[tuple[Any, ...], dict[str, Any]] = {}
     disabled: list[str] = []
+    not_considered: list[str] = []
     for listing in each_workflow(source.workflows, files, read, "workflow steps",
                                  lambda text, path: steps_from_workflow(text, path, source, read)):
         disabled += listing.disabled
+        not_considered += listing.not_considered
         for step in listing.steps:  # the same command in several jobs is one CI suite
             items.setdefault(step.key(), {"id": step.label, "script": step.label, "args": [],
                                           "env": dict(step.env), "shell": step.run,
                                           "scripts": list(step.scripts)})
-    return list(items.values()), disabled
+    return list(items.values()), disabled, not_considered
 
 
 def list_items(source: WorkflowSteps, tree: SourceTree, where: str) -> Listing:
-    items, disabled = list_steps(tree.paths(), lambda path: read_workflow(tree, path), source)
-    return Listing(items=tuple(items), disabled=tuple(disabled))
+    items, disabled, not_considered = list_steps(tree.paths(), lambda path: read_workflow(tree, path), source)
+    return Listing(items=tuple(items), disabled=tuple(disabled), not_considered=tuple(not_considered))
 
 
 def detect(root: Path, recording: dict[str, Any]) -> Iterator[tuple[dict[str, Any], str]]:

@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from app.analysis.core.tree_reading import Module, read_text
+from app.analysis.sources.yaml_args_keys import NOT_RUN_SCOPE
 
 MAX_CASE_FILES = 2000
 # Variables a distributed launcher (torchrun) sets for each process; the first process is rank 0.
@@ -62,9 +63,8 @@ def detect_yaml_args(root: Path,
     recipe_variables = sorted({n for n, _ in words} & referenced - {config_name, entry_name})
     directories = sorted({r[0].parent.relative_to(root).as_posix() for r in recipes})
     scopes = sorted({str(s) for r in recipes for s in _row_values(r[1], "scope")})
-    broken = re.compile(r"broken|disabled|deprecated|flaky", re.I)
     source: dict[str, Any] = {"kind": "yaml_args", "recipes": [f"{d}/*.yaml" for d in directories],
-                              "scopes": [s for s in scopes if not broken.search(s)],
+                              "scopes": [s for s in scopes if not NOT_RUN_SCOPE.search(s)],
                               "recipe_variables": recipe_variables}
     fields = _runtime_fields(recipes, scripts)
     if fields:

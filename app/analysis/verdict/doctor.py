@@ -11,7 +11,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from app.analysis.verdict.health import Health, assumed_line, describe, summary_line
+from app.analysis.verdict.health import Health, describe, notes, summary_line
 
 QUOTED_PATH = re.compile(r"""['"](/[^'"]+)['"]""")
 MODULE = re.compile(r"""No module named ['"]?([\w.]+)""")
@@ -135,7 +135,7 @@ def doctor_text(health: Health, revision: str, policy: str | None = None) -> str
     """POLICY: which policy, and why (policy_origin.PolicyOrigin.describe)."""
     lines = [f"doctor: {revision}", *([f"policy: {policy}"] if policy else []),
              f"health: {summary_line(health)}"]
-    lines += [assumed_line(health)] if health.assumed else []
+    lines += notes(health)
     lines += _capture_lines(health)
     diagnoses = [d for d in diagnose(health) if d.where == "base"]
     if diagnoses:

@@ -79,6 +79,7 @@ class Health:
     no_entry: tuple[CaptureFailure, ...]
     failed: tuple[CaptureFailure, ...]
     disabled: tuple[str, ...]
+    not_considered: tuple[str, ...]  # what CI may run and the policy leaves out (a scope it does not list)
     base_accepted: int
     base_rejected: int
     base_errors: int
@@ -91,6 +92,7 @@ class Health:
     stubbed_parser_reads: tuple[str, ...]  # args the head reads that a stubbed or replaced parser may define
     drift: tuple[str, ...]  # replacement targets the base lacks, skipped
     assumed: tuple[Assumed, ...]  # options a stubbed upstream parser may define, given a neutral value
+    assumed_rejections: tuple[str, ...]  # suites the head newly rejects for an assumed value: blindness
     max_base_failures: float
     fail_open: bool  # the App's check run when blind: neutral (true) or action_required (false)
     could_analyse: bool
@@ -114,7 +116,8 @@ class Health:
             "scripts": {"considered": self.scripts, "captured": self.captured,
                         "partial": [asdict(f) for f in self.partial],
                         "no_entry": [asdict(f) for f in self.no_entry],
-                        "failed": [asdict(f) for f in self.failed], "disabled": list(self.disabled)},
+                        "failed": [asdict(f) for f in self.failed], "disabled": list(self.disabled),
+                        "not_considered": list(self.not_considered)},
             "base": {"accepted": self.base_accepted, "rejected": self.base_rejected,
                      "error": self.base_errors, "accepted_share": round(self.accepted_share, 4)},
             "max_base_failures": self.max_base_failures, "fail_open": self.fail_open,
@@ -124,6 +127,7 @@ class Health:
             "lines_changed": self.lines_changed, "lines_reached": self.lines_reached,
             "stubbed_parser_reads": list(self.stubbed_parser_reads), "drift": list(self.drift),
             "assumed": [each.to_json() for each in self.assumed],
+            "assumed_rejections": list(self.assumed_rejections),
         }
 
 
@@ -140,6 +144,7 @@ def assess(matrix: Matrix, base: Mapping[str, SuiteResult], head: Mapping[str, S
     measured = Health(
         suites=len(matrix.suites), scripts=matrix.scripts, captured=matrix.captured, partial=matrix.partial,
         no_entry=matrix.no_entry, failed=matrix.failed, disabled=matrix.disabled,
+        not_considered=matrix.not_considered,
         base_accepted=len(outcomes) - len(failures),
         base_rejected=sum(1 for f in failures if f.outcome.outcome == "rejected"),
         base_errors=sum(1 for f in failures if f.outcome.outcome == "error"),
@@ -148,7 +153,7 @@ def assess(matrix: Matrix, base: Mapping[str, SuiteResult], head: Mapping[str, S
         suspect_base=_suspect(failures, len(outcomes), head), lines_changed=lines_changed,
         lines_reached=lines_reached, stubbed_parser_reads=_stubbed_parser_reads(base, head),
         drift=tuple(dict.fromkeys(item for result in base.values() for item in result.drift)),
-        assumed=_assumed(base, head),
+        assumed=_assumed(base, head), assumed_rejections=_assumed_rejections(base, head),
         max_base_failures=max_base_failures, fail_open=fail_open,
         could_analyse=True, reason="")
     blind = _blindness(measured, unexercised=lines_changed and not lines_reached and died_before)
@@ -188,6 +193,13 @@ def _assumed(base: Mapping[str, SuiteResult], head: Mapping[str, SuiteResult]) -
                     values.setdefault(attribute.name, attribute.value)
                     counts.setdefault(attribute.name, [0, 0])[side] += 1
     return tuple(Assumed(name, values[name], *counts[name]) for name in values)
+
+
+def _assumed_rejections(base: Mapping[str, SuiteResult],
+                        head: Mapping[str, SuiteResult]) -> tuple[str, ...]:
+    """Suites the base accepts whose head rejection rests on an assumed value (no finding blocks there)."""
+    return tuple(suite for suite, result in head.items() if result.rejection_assumes
+                 and result.outcome.outcome == "rejected" and _outcome(base, suite).outcome == "accepted")
 
 
 def _outcome(results: Mapping[str, SuiteResult], suite_id: str) -> Outcome:
@@ -242,16 +254,35 @@ def assumed_line(health: Health) -> str:
     """'assumed 3 options a stubbed or replaced upstream parser may define (…): sglang_dp_size=1, …'."""
     count = len(health.assumed)
     names = ", ".join(each.describe() for each in health.assumed)
+    rejections = len(health.assumed_rejections)
+    rest = "1 head rejection rests" if rejections == 1 else f"{rejections} head rejections rest"
+    resting = f"; {rest} on them: not blocking, the harness is blind there" if rejections else ""
     return (f"assumed {count} option{'' if count == 1 else 's'} a stubbed or replaced upstream parser may "
-            f"define (no parser here does; neutral by name): {names}")
+            f"define (no parser here does; neutral by name): {names}{resting}")
+
+
+def not_considered_line(health: Health, listed: int = 5) -> str:
+    """'not considered: 12 cases CI may run, which the policy leaves out: a (scope x), … and 7 more'."""
+    count = len(health.not_considered)
+    names = ", ".join(health.not_considered[:listed])
+    more = f" and {count - listed} more" if count > listed else ""
+    cases = "1 case" if count == 1 else f"{count} cases"
+    return f"not considered: {cases} CI may run, which the policy leaves out (never replayed): {names}{more}"
+
+
+def notes(health: Health) -> list[str]:
+    """The lines under the health line: what the harness assumed, what the policy leaves out."""
+    return [*([assumed_line(health)] if health.assumed else []),
+            *([not_considered_line(health)] if health.not_considered else [])]
 
 
 def summary_line(health: Health) -> str:
     """'59 suites from 46 of 75 scripts (13 disabled, …); base accepts 57/59 (96.6%), rejects 2, errors 0'."""
     counts = [(len(health.disabled), "disabled"), (len(health.no_entry), "launch no entry"),
-              (len(health.failed), "failed"), (len(health.partial), "partial")]
+              (len(health.failed), "failed"), (len(health.partial), "partial"),
+              (len(health.not_considered), "not considered")]
     kinds = ", ".join(f"{count} {word}" for count, word in counts if count)
-    total = health.scripts + len(health.disabled)
+    total = health.scripts + len(health.disabled) + len(health.not_considered)
     kinds = f" ({kinds})" if kinds else ""
     return (f"{health.suites} suites from {health.captured} of {total} scripts{kinds}"
             f"; base accepts {health.base_accepted}/{health.suites} ({_percent(health.accepted_share)}), "

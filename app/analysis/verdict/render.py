@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from app.analysis.core.model import Finding
-from app.analysis.verdict.health import Health, assumed_line, describe, summary_line
+from app.analysis.verdict.health import Health, describe, notes, summary_line
 from app.analysis.verdict.report import CheckReport
 
 Format = Literal["text", "json", "markdown"]
@@ -43,12 +43,14 @@ def report_json(report: CheckReport) -> dict[str, Any]:
                     "failed": [{"script": f.script, "reason": f.reason} for f in matrix.failed],
                     "cached": report.capture_cached, "disabled": list(matrix.disabled),
                     "no_entry": [{"script": f.script, "reason": f.reason} for f in matrix.no_entry],
-                    "partial": [{"script": f.script, "reason": f.reason} for f in matrix.partial]},
+                    "partial": [{"script": f.script, "reason": f.reason} for f in matrix.partial],
+                    "not_considered": list(matrix.not_considered)},
         "health": report.health.to_json() if report.health is not None else None,
         "sandboxed": report.sandboxed,
         "timing": {"capture_s": round(report.timing.capture_s, 3), "base_s": round(report.timing.base_s, 3),
                    "head_s": round(report.timing.head_s, 3),
                    "minimize_s": round(report.timing.minimize_s, 3),
+                   "minimize_cpu_s": round(report.timing.minimize_cpu_s, 3),
                    "total_s": round(report.timing.total_s, 3),
                    "base_cached": report.base_cached},
         "changed_paths": list(report.changed_paths),
@@ -140,9 +142,7 @@ def health_line(health: Health | None) -> str:
 
 def health_text(health: Health | None) -> list[str]:
     """The health block of the terminal report: when blind, why, the base's errors and every suite."""
-    lines = [health_line(health)]
-    if health is not None and health.assumed:
-        lines.append(assumed_line(health))
+    lines = [health_line(health), *(notes(health) if health is not None else [])]
     if health is None or health.could_analyse:
         return lines
     lines.append(f"could not analyse: {health.reason}")

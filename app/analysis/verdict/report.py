@@ -25,6 +25,9 @@ class Timing:
     head_s: float = 0.0
     minimize_s: float = 0.0  # the search for the arguments each new rejection needs
     total_s: float = 0.0
+    # CPU seconds of the processes the search ran (its sandbox): on a shared machine the wall time of a
+    # step follows the load, and a sandbox's share of the CPU (one scheduling group a session), its CPU less
+    minimize_cpu_s: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -144,19 +144,30 @@ def _suites_pass(count: int) -> str:
 
 def _outcome_rejections(pairs: list[_Pair], diff: TreeDiff, policy: Policy,
                         explained: set[str]) -> list[Finding]:
-    groups: _Groups[tuple[str | None, int | None, str | None]] = _Groups()
-    messages: dict[tuple[str | None, int | None, str | None], str] = {}
+    """Suites the base accepts and the head rejects. One whose rejection rests on a value the harness
+    assumed (an option a stubbed or replaced upstream parser may define) is its blindness: a warning."""
+    groups: _Groups[tuple[str | None, int | None, str | None, tuple[str, ...]]] = _Groups()
+    messages: dict[tuple[str | None, int | None, str | None, tuple[str, ...]], str] = {}
     for pair in pairs:
         head = pair.head.outcome
         if pair.base.outcome.outcome == "accepted" and head.outcome == "rejected" \
                 and pair.suite.id not in explained:
-            key = (head.path, head.line, head.exception)
+            key = (head.path, head.line, head.exception, pair.head.rejection_assumes)
             messages.setdefault(key, _describe(head.exception, head.message))
             groups.add(key, pair.suite)
-    return [Finding(kind="new_rejection", severity=policy.severities.new_rejection, message=messages[key],
-                    scripts=scripts, suites=suites, path=key[0], line=key[1],
-                    in_diff=diff.in_diff(key[0], key[1]))
+    return [Finding(kind="new_rejection",
+                    severity="warning" if key[3] else policy.severities.new_rejection,
+                    message=_clip(messages[key] + _rests_on(key[3])), scripts=scripts, suites=suites,
+                    path=key[0], line=key[1], in_diff=diff.in_diff(key[0], key[1]))
             for key, suites, scripts in groups]
+
+
+def _rests_on(assumed: tuple[str, ...]) -> str:
+    if not assumed:
+        return ""
+    names = ", ".join(f"args.{name}" for name in assumed)
+    return (f" (rests on the value the harness assumed for {names}, which a stubbed or replaced upstream "
+            "parser may define: the harness's blindness, not blocking)")
 
 
 def _is_new(event: Event, base_events: tuple[Event, ...], diff: TreeDiff) -> bool:

@@ -71,6 +71,8 @@ class Boundary:
     why: str
     when: CallCheck | None = None
     stand_in: Callable[[Boundary], Any] | None = None  # what replaces it, when calling it is no boundary
+    # a query CI's hosts answer otherwise than the sandbox: the repository's own calls get this answer
+    answer: Any = None
 
     @property
     def name(self) -> str:
@@ -85,6 +87,9 @@ BOUNDARIES: tuple[Boundary, ...] = (
     Boundary("torch.distributed", "init_process_group", PROCESS_GROUP),
     Boundary("torch.distributed.device_mesh", "init_device_mesh", PROCESS_GROUP),
     Boundary("torch.multiprocessing", "spawn", "it starts one worker process per device"),
+    # a Process's start, and so a Manager's or a Pool's (Megatron's asynchronous checkpoint writer starts
+    # `mp.get_context("spawn").Manager()` after validation): the sandbox has no room for the workers
+    Boundary("multiprocessing.process", "BaseProcess.start", "it starts worker processes"),
     # _lazy_init is where CPU torch refuses any CUDA work (tensors made on "cuda", streams, kernels)
     Boundary("torch.cuda", "_lazy_init", DEVICE),
     Boundary("torch.cuda", "set_device", DEVICE),
@@ -118,6 +123,17 @@ BOUNDARIES: tuple[Boundary, ...] = (
     Boundary("datasets", "load_dataset", DATASET),
 )
 COMPILERS = "compiled code never runs before training: the function stays as written"
+GPUS = "CI's hosts have the GPUs the launch runs on"
+FILES = "the file is on CI's hosts (a dataset, tokenizer, weights or checkpoint CI mounts)"
+SCRATCH = "/tmp/"  # the sandbox's own scratch: what the launch wrote there is its own
+
+# What CI's hosts answer: a launch that checks for a GPU before it parses (`assert
+# torch.cuda.is_available(), "Megatron requires CUDA."`) goes on to its validation, as on CI; the device work
+# that follows is a boundary above. Only calls made from the repository's own code get it: torch asking
+# itself (autocast, RNG forks) would go on to device work that is none of the launch's.
+CI_ANSWERS: tuple[Boundary, ...] = (
+    Boundary("torch.cuda", "is_available", GPUS, answer=True),
+)
 
 
 def _identity(boundary: Boundary) -> Callable[..., Any]:
@@ -150,7 +166,8 @@ _reached: list[tuple[TrainingBoundary, tuple[str | None, int | None]]] = []
 _repo_prefix = ""
 
 
-def install(repo: str, boundaries: Sequence[Boundary] = (*BOUNDARIES, *IDENTITY_DECORATORS)) -> None:
+def install(repo: str,
+            boundaries: Sequence[Boundary] = (*BOUNDARIES, *IDENTITY_DECORATORS, *CI_ANSWERS)) -> None:
     """Patch the boundaries of modules imported already, and of every module imported from now on."""
     global _repo_prefix
     _repo_prefix = os.path.abspath(repo).rstrip("/") + "/"
@@ -190,6 +207,41 @@ def cross(name: str, why: str) -> TrainingBoundary:
     return stop
 
 
+def missing_file(path: str) -> None:
+    """Reading an absolute PATH that is neither in the tree nor in the scratch /tmp, and does not exist: CI's
+    hosts have it (Megatron's `--vocab-file /mnt/artifacts/...`, read when the tokenizer is built after
+    validation). A path in the tree stays the launch's own error: a head may have removed the file."""
+    if _armed and os.path.isabs(path) and _on_ci_host(path):
+        raise cross("open", FILES)
+
+
+ABSOLUTE_PATH = re.compile(r"(?<![\w.])/[^\s'\"`,;()\[\]{}]+")
+
+
+def ci_file_named(failure: BaseException, given: Sequence[str]) -> str | None:
+    """The absent file on CI's hosts that FAILURE's message names, when the suite's own argv or environment
+    (GIVEN) named it or a directory above it: a launch checking before it reads (`if not
+    os.path.exists(tokenizer_path): raise ValueError(f"tokenizer_path: {tokenizer_path} is invalid")`) fails
+    where CI, which mounts the file, goes on to training, as `missing_file` says for a launch that reads."""
+    roots = [word.rstrip("/") for value in given for word in re.split(r"[\s=,]+", value)
+             if os.path.isabs(word) and _on_ci_host(word)]
+    for path in ABSOLUTE_PATH.findall(str(failure)):
+        path = path.rstrip(".")
+        if _on_ci_host(path) and not os.path.exists(path) \
+                and any(path == root or path.startswith(f"{root}/") for root in roots if root):
+            return path
+    return None
+
+
+def _on_ci_host(path: str) -> bool:
+    return not path.startswith((_repo_prefix, SCRATCH))
+
+
+def note_reached(name: str, why: str, where: tuple[str | None, int | None]) -> None:
+    """A boundary the run reached without a call to stop at (an error naming a file on CI's hosts)."""
+    _reached.append((TrainingBoundary(name, why), where))
+
+
 def _patch(module: types.ModuleType) -> None:
     if getattr(module, STUB_MARK, False) is True:
         _import_stubbed_submodules(module.__name__)
@@ -223,6 +275,8 @@ def _stop_at(boundary: Boundary, owner: Any, original: Any) -> Any:
         return original
     if boundary.stand_in is not None:
         return boundary.stand_in(boundary)
+    if boundary.answer is not None:
+        return _answering(boundary, original)
     if isinstance(original, type) and original.__dict__.get(STUB_MARK) is not True:
         return _stopping_class(boundary, original)
 
@@ -239,6 +293,21 @@ def _stop_at(boundary: Boundary, owner: Any, original: Any) -> Any:
                                                             and isinstance(original, type)):
         return staticmethod(stop)  # called on the class, as the original was: no instance to bind
     return stop
+
+
+def _answering(boundary: Boundary, original: Any) -> Any:
+    """ORIGINAL, except that the repository's own calls during a suite's run get CI's answer."""
+
+    def query(*args: Any, **kwargs: Any) -> Any:
+        if _armed and _repo_prefix and sys._getframe(1).f_code.co_filename.startswith(_repo_prefix):
+            return boundary.answer
+        if original is None:
+            raise AttributeError(boundary.name)
+        return original(*args, **kwargs)
+
+    query.__name__ = query.__qualname__ = boundary.attribute
+    query.__prtriage_boundary__ = True  # type: ignore[attr-defined]
+    return query
 
 
 def _call_original(original: Any, owner: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

@@ -110,9 +110,16 @@ class FlagSearch:
     def candidates(self) -> list[Candidate]:
         """The sets to try this round (none when the search is over): a set whose outcome is known (tried
         before, with the same arguments) is not tried again."""
-        return [candidate for candidate in self._wanted() if candidate not in self._known]
+        return [candidate for candidate in self.wanted() if candidate not in self._known]
 
-    def _wanted(self) -> list[Candidate]:
+    @property
+    def settling(self) -> bool:
+        """Whether this round asks whether `kept` is the answer: `kept` and each of its arguments left out,
+        the very sets that say a set is 1-minimal (the search completes with `kept` when they do)."""
+        return self.phase == "alone" and all(len(piece) == 1 for piece in self._pieces)
+
+    def wanted(self) -> list[Candidate]:
+        """The sets this round asks about, those tried before too."""
         everything = tuple(range(self.count))
         if self.phase == "singles":
             focus = [self.focus] if self.focus is not None else []
@@ -189,7 +196,7 @@ class FlagSearch:
             self.phase = "done"
 
     def _after_augment(self) -> None:
-        grown = [candidate for candidate in self._wanted() if self._rejected(candidate)]
+        grown = [candidate for candidate in self.wanted() if self._rejected(candidate)]
         if not grown:  # two or more arguments are missing together: cut short, the best seen stands
             self.phase = "done"
             return

@@ -23,8 +23,9 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # inside the sandbox the harness directory is on sys.path, siblings are top-level modules
-    from app.sandbox.harness import vpaths
+    from app.sandbox.harness import boundary, vpaths
 else:
+    import boundary
     import vpaths
 
 _virtual = vpaths.VirtualPaths({})
@@ -154,7 +155,13 @@ def _open(file: Any, mode: str = "r", buffering: int = -1, encoding: str | None 
         return _real_open(redirected, mode, buffering, encoding, errors, newline, closefd, opener)
     node = None if writing else virtual_node(file)
     if node is None:
-        return _real_open(file, mode, buffering, encoding, errors, newline, closefd, opener)
+        try:
+            return _real_open(file, mode, buffering, encoding, errors, newline, closefd, opener)
+        except FileNotFoundError:
+            path = _as_path(file)
+            if not writing and path is not None:
+                boundary.missing_file(vpaths.normalised(path))
+            raise
     if node.kind == "dir":
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), _as_path(file))
     if "b" in mode:

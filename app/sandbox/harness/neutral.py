@@ -12,7 +12,11 @@ import re
 from typing import Any
 
 SIZE = re.compile(r"(?:_size|_num|_count|_degree)$|^num_")
-SWITCH = re.compile(r"^(?:use|enable|disable|no|skip|overlap|untie|fp\d+|bf16|is|has)(?:_|$)")
+# A switch word opens the name (`use_lora`, `bf16`) or a later part of it (`sglang_enable_dp_attention`,
+# `moe_use_legacy_grouped_gemm`: an upstream parser's options under its prefix), or the name ends in a state
+# (`dp_attention_enabled`). `is`/`has`/`overlap`/`fp16` only open it: inside a name they rarely mean a switch.
+SWITCH = re.compile(r"^(?:use|enable|disable|no|skip|overlap|untie|fp\d+|bf16|is|has)(?:_|$)"
+                    r"|_(?:use|enable|disable|no|skip)_|_(?:enabled|disabled)$")
 
 
 def neutral_default(name: str) -> Any:

@@ -5,6 +5,7 @@ Runs INSIDE the sandbox next to the repository's code: imports nothing of `app`,
 
 from __future__ import annotations
 
+import itertools
 from types import FrameType
 
 
@@ -18,3 +19,17 @@ def repository_line(frame: FrameType | None, prefix: str) -> tuple[str | None, i
             return filename[len(prefix):], frame.f_lineno
         frame = frame.f_back
     return None, None
+
+
+def repository_place(frame: FrameType | None, prefix: str) -> tuple[str, int, int | None] | None:
+    """`repository_line`'s frame as (path, line, column of the instruction it runs; None when unknown):
+    a line holds an assert's test and its message, which only the column tells apart."""
+    while prefix and frame is not None and not frame.f_code.co_filename.startswith(prefix):
+        frame = frame.f_back
+    if frame is None or not prefix:
+        return None
+    positions = getattr(frame.f_code, "co_positions", None)  # Python 3.11 on: the repository's may be older
+    position = next(itertools.islice(positions(), frame.f_lasti // 2, None), None) if positions else None
+    line = position[0] if position is not None and position[0] is not None else frame.f_lineno
+    column = position[2] if position is not None else None
+    return frame.f_code.co_filename[len(prefix):], line, column

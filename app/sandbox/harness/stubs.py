@@ -11,6 +11,7 @@ from __future__ import annotations
 import abc
 import argparse
 import ast
+import builtins
 import copy
 import functools
 import importlib
@@ -61,6 +62,7 @@ def install(repo: str, harness_policy: dict[str, Any]) -> None:
     install_backports(dict(harness_policy.get("backports") or {}))
     _forget_forced_modules()
     _install_stub_versions()
+    setattr(builtins, "__build_class__", _build_class)  # noqa: B010  # typeshed types it narrower
     sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _StubFinder)]
     sys.meta_path.insert(0, _StubFinder(missing=False))
     if harness_policy.get("stub_missing_modules", True):
@@ -395,6 +397,37 @@ def _is_decoration(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
 
 def _is_stub_class(cls: type) -> bool:
     return cls.__dict__.get(STUB_MARK) is True
+
+
+_real_build_class = builtins.__build_class__
+
+
+def _build_class(body: Any, name: str, /, *bases: Any, **keywords: Any) -> Any:
+    """A class statement, as Python runs it, but one that mixes a stub base with a base of another
+    metaclass derived from ABCMeta (`typing.Protocol`'s: torch's `Stateful`) gets a metaclass derived from
+    both. The real library's class (a plain `type`) would have allowed that mix; StubMeta, whatever it
+    derives from, cannot be a subclass of every such metaclass. Python decides the metaclass before it runs
+    the class body: on its conflict nothing of the body has run yet."""
+    try:
+        return _real_build_class(body, name, *bases, **keywords)
+    except TypeError as exc:
+        if "metaclass conflict" not in str(exc) or "metaclass" in keywords \
+                or not any(isinstance(b, type) and _is_stub_class(b) for b in bases):
+            raise
+    return _real_build_class(body, name, *bases, metaclass=_joined_metaclass(bases), **keywords)
+
+
+@functools.cache
+def _joined(metaclasses: tuple[type, ...]) -> type:
+    return type("+".join(m.__name__ for m in metaclasses), metaclasses, {})
+
+
+def _joined_metaclass(bases: tuple[Any, ...]) -> type:
+    """A metaclass derived from the most derived metaclasses of BASES, StubMeta's line first."""
+    kinds = list(dict.fromkeys(type(b) for b in bases if isinstance(b, type)))
+    leaves = [m for m in kinds if not any(o is not m and issubclass(o, m) for o in kinds)]
+    leaves.sort(key=lambda m: not issubclass(m, StubMeta))
+    return leaves[0] if len(leaves) == 1 else _joined(tuple(leaves))
 
 
 def _new_stub_class(name: str, module: str, qualname: str) -> StubMeta:

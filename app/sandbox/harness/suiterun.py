@@ -23,8 +23,18 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # inside the sandbox the harness directory is on sys.path, siblings are top-level modules
-    from app.sandbox.harness import boundary, common, fsfakes, imported, linewatch, record, tolerant
+    from app.sandbox.harness import (
+        assumption,
+        boundary,
+        common,
+        fsfakes,
+        imported,
+        linewatch,
+        record,
+        tolerant,
+    )
 else:
+    import assumption
     import boundary
     import common
     import fsfakes
@@ -81,11 +91,14 @@ def run_suite(revision: Revision, suite: dict[str, Any]) -> dict[str, Any]:
     if outcome["outcome"] != "accepted":
         remaining = revision.suite_seconds - (time.monotonic() - started)
         events = record_mode(revision, suite, max(0.1, remaining * RECORD_SHARE))
-    return {"suite_id": suite["id"], "token": suite.get("token"), "outcome": outcome, "events": events,
-            "known_flags": tolerant.ledger.known_flags(suite["argv"]),
-            "tolerated_flags": list(tolerant.ledger.tolerated_flags), "learned": learned,
-            "lines_hit": lines_hit, "drift": list(tolerant.skipped),
-            "imported": imported.repo_modules(revision.repo)}
+    result = {"suite_id": suite["id"], "token": suite.get("token"), "outcome": outcome, "events": events,
+              "known_flags": tolerant.ledger.known_flags(suite["argv"]),
+              "tolerated_flags": list(tolerant.ledger.tolerated_flags), "learned": learned,
+              "lines_hit": lines_hit, "drift": list(tolerant.skipped),
+              "imported": imported.repo_modules(revision.repo)}
+    # the assumed options the rejection rests on: no blocking finding there (assumption.py)
+    rests_on = assumption.rests_on(outcome, tolerant.ledger.assumed_read_at, revision.repo)
+    return {**result, "rejection_assumes": rests_on}
 
 
 def outcome_only(revision: Revision, suite: dict[str, Any],
@@ -153,6 +166,7 @@ def call_entry(revision: Revision, suite: dict[str, Any]) -> BaseException | Non
     sys.argv = [_entry_path(revision.repo, suite.get("entry") or ""), *suite["argv"]]
     printed, stderr = _Tail(sys.stderr), sys.stderr
     sys.stderr = printed
+    state = imported.ModuleState(revision.repo) if revision.to_boundary else None
     try:
         with boundary.armed() if revision.to_boundary else contextlib.nullcontext():
             revision.entry()
@@ -161,10 +175,24 @@ def call_entry(revision: Revision, suite: dict[str, Any]) -> BaseException | Non
     except (Exception, SystemExit) as exc:
         if revision.to_boundary and boundary.reached() is not None:
             return None  # the launch caught the boundary and failed after it: training, not validation
+        if revision.to_boundary and _names_ci_file(revision, suite, exc):
+            return None
         return _with_usage_error(exc, printed.text())
     finally:
         sys.stderr = stderr
+        if state is not None:
+            state.restore()
     return None
+
+
+def _names_ci_file(revision: Revision, suite: dict[str, Any], failure: BaseException) -> bool:
+    """FAILURE names a file on CI's hosts that the suite's own launch named: noted as its boundary."""
+    given = [*map(str, suite["argv"]), *map(str, (suite.get("env") or {}).values())]
+    path = boundary.ci_file_named(failure, given)
+    if path is None:
+        return False
+    boundary.note_reached(path, boundary.FILES, common.repo_frame(failure.__traceback__, revision.repo))
+    return True
 
 
 class _Tail(io.TextIOBase):

@@ -63,6 +63,8 @@ class Ledger:
         # upstream parser having parsed: that parser would most likely have defined it (neutral.py)
         self.assumed: dict[str, Any] = {}
         self.learned_at: dict[str, tuple[str | None, int | None]] = {}
+        # where the repository read each assumed option: (path, line, column or None)
+        self.assumed_read_at: dict[str, set[tuple[str, int, int | None]]] = {}
         # an upstream parser stood in for (replaced, or fed to absent code) parsed in this run: what no
         # parser defined may be what it would have, so a read of it is blindness, not the repository's
         self.upstream_stood_in = False
@@ -163,6 +165,10 @@ def _namespace_miss(self: argparse.Namespace, name: str) -> Any:
         # swallows the error, so it carries no location and costs no walk through the frames.
         raise AttributeError(name)
     if name in ledger.learned:
+        if name in ledger.assumed:  # where the harness's guess is used: a rejection there rests on it
+            read = repoline.repository_place(caller, ledger.repo_prefix)
+            if read is not None:
+                ledger.assumed_read_at.setdefault(name, set()).add(read)
         return ledger.learned[name]
     error = AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'", name=name, obj=self)
     error.__prtriage_where__ = repoline.repository_line(caller, ledger.repo_prefix)  # type: ignore[attr-defined]

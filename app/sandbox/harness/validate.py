@@ -7,6 +7,7 @@ nothing of `app`, only the standard library and sibling harness modules. Sends o
 
 from __future__ import annotations
 
+import ast
 import hmac
 import importlib
 import importlib.util
@@ -14,6 +15,7 @@ import inspect
 import os
 import secrets
 import sys
+import textwrap
 import types
 from typing import TYPE_CHECKING, Any
 
@@ -139,6 +141,7 @@ class Job:
                 return entryscript.through_script(owner, function, target)
             for name in function.split("."):
                 owner = _instance_method(owner, name) or getattr(owner, name)
+            owner = _argv_defaults_per_call(owner)
         except (Exception, SystemExit) as exc:
             path, line = common.repo_frame(exc.__traceback__, self.repo)
             where = f" ({path}:{line})" if path else ""
@@ -182,15 +185,59 @@ def _absent(target: str) -> bool:
 def _instance_method(owner: Any, name: str) -> Any:
     """`Class.method` where the method wants an instance (`ConfigManager.parse_args`): a callable that calls
     it on a fresh `Class()` each time, as the entry script does; None for anything else."""
-    if not isinstance(owner, type) or not isinstance(inspect.getattr_static(owner, name, None),
-                                                         types.FunctionType):
+    method = inspect.getattr_static(owner, name, None) if isinstance(owner, type) else None
+    if not isinstance(method, types.FunctionType):
         return None
 
     def call_on_instance(*args: Any, **kwargs: Any) -> Any:
         return getattr(owner(), name)(*args, **kwargs)
 
     call_on_instance.__qualname__ = f"{owner.__qualname__}().{name}"
+    call_on_instance.__wrapped__ = method  # type: ignore[attr-defined]  # its defaults, for the wrapper below
     return call_on_instance
+
+
+def _argv_defaults_per_call(entry: Any) -> Any:
+    """ENTRY, its parameter defaults that read `sys.argv` (`args: list[str] = sys.argv[1:]`) evaluated at
+    each call instead of once at import. Python evaluates a default when the `def` runs: in CI the module is
+    imported by a process that has its argv already, here by a leader before any suite's argv is set, and
+    the default would be the leader's words for every suite."""
+    function = inspect.unwrap(entry)
+    late = argv_defaults(function) if isinstance(function, types.FunctionType) else {}
+    if not late:
+        return entry
+
+    def with_argv_now(*args: Any, **kwargs: Any) -> Any:
+        now = {name: eval(code, function.__globals__) for name, code in late.items()}
+        return entry(*args, **{**now, **kwargs})
+
+    with_argv_now.__qualname__ = getattr(entry, "__qualname__", "entry")
+    return with_argv_now
+
+
+def argv_defaults(function: types.FunctionType) -> dict[str, types.CodeType]:
+    """Keyword-passable parameter of FUNCTION -> its default's expression compiled, for each default that
+    reads `sys.argv`; empty when the source is not readable (the default then stays as imported)."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+    except (OSError, TypeError, SyntaxError):
+        return {}
+    node = next((n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    if node is None:
+        return {}
+    spec = node.args
+    positional = [*spec.posonlyargs, *spec.args]
+    defaulted = list(zip(positional[len(positional) - len(spec.defaults):], spec.defaults, strict=True))
+    pairs = [*((a, d) for a, d in defaulted if a not in spec.posonlyargs),
+             *((a, d) for a, d in zip(spec.kwonlyargs, spec.kw_defaults, strict=True)
+               if d is not None)]
+    return {arg.arg: compile(ast.Expression(default), "<default>", "eval")
+            for arg, default in pairs if _reads_argv(default)}
+
+
+def _reads_argv(expression: ast.expr) -> bool:
+    return any(isinstance(n, ast.Attribute) and n.attr == "argv" and isinstance(n.value, ast.Name)
+               and n.value.id == "sys" for n in ast.walk(expression))
 
 
 class Progress:
@@ -219,7 +266,7 @@ class Progress:
 
     def failure(self, suite: dict[str, Any], reason: str) -> None:
         self._send({"suite_id": suite["id"], "events": [], "known_flags": [], "tolerated_flags": [],
-                    "learned": [], "lines_hit": {}, "drift": [], "imported": [],
+                    "learned": [], "lines_hit": {}, "drift": [], "imported": [], "rejection_assumes": [],
                     "outcome": {"outcome": "error", "exception": None, "message": reason, "path": None,
                                 "line": None}})
 
@@ -282,7 +329,8 @@ def _search(job: Job, minimal: dict[str, Any], progress: Progress) -> None:
     def found(message: dict[str, Any]) -> None:
         if "search" in message:
             common.send({"type": "minimal", "search": message.get("search"), "kept": message.get("kept"),
-                         "complete": message.get("complete"), "rounds": message.get("rounds")})
+                         "complete": message.get("complete"), "sets": message.get("sets"),
+                         "rounds": message.get("rounds")})
 
     report = leader.Report(result=lambda result: None, failure=lambda suite, why: None,
                            import_failure=progress.import_failure, found=found)
