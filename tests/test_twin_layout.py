@@ -14,6 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 from launch_twin import (
     ARGPARSE_TRAIN,
     MARKER,
@@ -29,7 +30,7 @@ from launch_twin import (
 from twin.cli import prtriage
 
 from app.analysis.core.layout import Layout, follow_layout
-from app.analysis.core.policy import POLICIES_DIR, load_policy
+from app.analysis.core.policy import POLICIES_DIR, Policy, load_policy
 from app.trees.renames import earlier_paths, renamed_from
 
 ARGUMENTS, TRAIN = ARGPARSE_TRAIN.split("\n\ndef main():")
@@ -96,6 +97,39 @@ def test_a_change_before_the_move_is_analysed_with_the_scripts_at_their_older_pa
     assert paths.startswith(f"the policy's validation.paths pkg/arguments.py matched nothing at {head[:12]}")
     assert paths.endswith("(arguments.py)")
     assert report["analysed_because"] == "touches arguments.py, a validation path"
+
+
+def test_a_glob_that_moved_is_followed_beside_one_that_still_matches(
+        moved: tuple[Path, str, str], tmp_path: Path) -> None:
+    """Written after volcengine/verl: its policy's scripts key lists `tests/special_e2e/**/*.sh` (tests/e2e/
+    before 2025-06) beside `examples/**/*.sh`, which matched at every revision; the key as a whole matching
+    hid the move, and every commit of 2025-05/06 captured 0 suites (exit 3)."""
+    repo, base, head = moved
+    policy = tmp_path / "policy.yml"
+    # `arguments.py` matches at the change (a script launching nothing: no suite) and not today (pkg/)
+    policy.write_text(POLICY.replace('scripts: ["tests/e2e/gpu/test_*.py"]',
+                                     'scripts: ["tests/e2e/gpu/test_*.py", "arguments.py", "docs/*.py"]'))
+    run = prtriage("check", "--repo", str(repo), "--base", base, "--head", head, "--policy", str(policy),
+                   "--format", "json", cache_dir=tmp_path / "cache")
+    assert run.returncode == 1, run.describe()
+    report = run.json()
+    assert report["health"]["base"]["accepted"] == 2
+    [finding] = [f for f in report["findings"] if f["severity"] == "blocking"]
+    assert (finding["kind"], finding["suites"]) == ("new_rejection", ["tests/test_tp4.py"])
+    # the moved glob alone is named; `docs/*.py` matches nothing at either revision: no drift, no note
+    assert report["policy"]["followed"][0] == (
+        f"the policy's matrix.sources[0].scripts tests/e2e/gpu/test_*.py matched nothing at {head[:12]}; "
+        "used the 2 files it matches today at their paths there, before they were renamed or copied "
+        "(tests/test_tp2.py, tests/test_tp4.py)")
+
+
+def test_a_lost_glob_with_no_older_file_beside_kept_ones_is_a_file_added_since() -> None:
+    policy = Policy.model_validate(yaml.safe_load(POLICY.replace(
+        'scripts: ["tests/e2e/gpu/test_*.py"]', 'scripts: ["tests/e2e/gpu/test_*.py", "tests/npu/*.py"]')))
+    layout = Layout(present={"tests/e2e/gpu/test_tp2.py", "pkg/arguments.py"},
+                    newer={"tests/e2e/gpu/test_tp2.py", "tests/npu/test_a.py", "pkg/arguments.py"},
+                    renamed={}, revision="x")
+    assert follow_layout(policy, layout) == (policy, ())
 
 
 def test_without_history_the_policy_is_not_followed_and_says_what_matched_nothing(

@@ -401,6 +401,33 @@ def test_hydra_composes_the_entry_config_and_runs_the_repository_checks(tmp_path
     assert found["no transfer queue here"].outcome.exception == "ConfigCompositionException"
 
 
+def test_a_check_the_revision_lacks_is_left_out_as_drift_and_composing_still_rejects(tmp_path: Path) -> None:
+    """Written after volcengine/verl before 2025-08: the built-in policy's checks (verl.utils.config:
+    validate_config, verl.utils.device:auto_set_device) did not exist yet, the trainer validating itself
+    later, and every suite of a base of 2025-06 failed with "module 'verl.utils.device' has no attribute
+    'auto_set_device'" (52 of 52, exit 3)."""
+    older = {path: text for path, text in VERL_SHAPED.items() if path != "verl/utils/config.py"}
+    imports_it = "    from verl.utils.config import validate_config\n"
+    older["verl/trainer/main_ppo.py"] = MAIN_PPO.replace(imports_it, "")
+    policy = verl_shaped_policy()
+    policy["validation"]["hydra"]["checks"].insert(0, {"function": "verl.trainer.ppo.utils:auto_set_device"})
+    dumped = Policy.model_validate(policy).model_dump(mode="json", by_alias=True)
+    base = "data.train_batch_size=32 trainer.n_gpus_per_node=8"
+    suites = [hydra_suite("plain", base), hydra_suite("removed key", f"{base} trainer.no_such_key=1")]
+    found = results(run_sandboxed(write_tree(tmp_path / "older", older), job(suites, dumped)))
+    assert found["plain"].outcome == Outcome("accepted"), found["plain"].outcome
+    assert found["removed key"].outcome.exception == "ConfigCompositionException"
+    assert found["plain"].drift == tuple(
+        f"validation.hydra.checks {name}: none exists at this revision; the check was left out"
+        for name in ("verl.trainer.ppo.utils:auto_set_device", "verl.utils.config:validate_config"))
+    # a check whose module exists and fails to import is the revision's own breakage, not drift
+    broken = write_tree(tmp_path / "broken",
+                        {**older, "verl/utils/config.py": "raise RuntimeError('half-merged')\n"})
+    found = results(run_sandboxed(broken, job(suites[:1], dumped)))
+    assert found["plain"].outcome.outcome != "accepted", found["plain"].outcome
+    assert not any("validate_config" in note for note in found["plain"].drift)
+
+
 def prtriage(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     environment = {**os.environ, "PRTRIAGE_CACHE_DIR": str(cwd / "cache")}
     return subprocess.run([sys.executable, "-m", "app.cli", *args], cwd=cwd, env=environment,

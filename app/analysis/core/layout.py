@@ -66,12 +66,12 @@ def _globbed(source: BaseModel) -> list[tuple[str, list[str], list[str]]]:
 
 
 def needs_following(policy: Policy, present: Collection[str], newer: Collection[str] = ()) -> bool:
-    """Some source's file globs or some validation path match nothing at the revision (and, NEWER given,
-    something there: a glob that matches nowhere is no drift, and costs no reading of the history)."""
+    """Some glob of a source's file keys or some validation path matches nothing at the revision (and, NEWER
+    given, something there: a glob that matches nowhere is no drift, and costs no reading of the history)."""
     layout = Layout(present, newer, {}, "")
     lost = layout.drifted if newer else (lambda globs, excluded=(): not layout.matches(globs, excluded))
-    return (any(lost(globs, excluded) for source in policy.matrix.sources
-                for _, globs, excluded in _globbed(source))
+    return (any(lost([glob], excluded) for source in policy.matrix.sources
+                for _, globs, excluded in _globbed(source) for glob in globs)
             or any(lost([glob]) for glob in policy.validation.paths))
 
 
@@ -97,15 +97,22 @@ def follow_layout(policy: Policy, layout: Layout) -> tuple[Policy, tuple[str, ..
 
 
 def _followed(source: Any, where: str, layout: Layout, note: Callable[[str], None]) -> Any:
+    """SOURCE with each glob of its file keys that matches nothing at the revision replaced by the older
+    paths of what it matches at the newer one, glob by glob: one key often lists a directory that moved
+    beside one that did not (volcengine/verl's `tests/special_e2e/**/*.sh`, `tests/e2e/` before 2025-06, next
+    to `examples/**/*.sh`), and the key as a whole still matching hid the move."""
     update: dict[str, list[str]] = {}
     for key, globs, excluded in _globbed(source):
-        if not layout.drifted(globs, excluded):
+        lost = [glob for glob in globs if layout.drifted([glob], excluded)]
+        if not lost:
             continue
-        older = layout.older_paths(globs, excluded)
-        note(_note(f"{where}.{key}", globs, layout.revision, older))
+        kept = [glob for glob in globs if glob not in lost]
+        older = layout.older_paths(lost, excluded)
+        if older or not kept:  # a lost glob beside kept ones, with no older file, names files added since
+            note(_note(f"{where}.{key}", lost, layout.revision, older))
         if older:
-            update[key] = older
-            if excluded:  # the older paths themselves: the excluded globs were applied to the newer ones
+            update[key] = kept + older
+            if excluded and not kept:  # the older paths themselves: excluded globs applied to the newer ones
                 update["exclude"] = []
     return source.model_copy(update=update) if update else source
 

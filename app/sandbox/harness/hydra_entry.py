@@ -45,14 +45,18 @@ class HydraUsageError(Exception):
     """A command line Hydra's own parser would refuse (an option it does not know, a missing value)."""
 
 
-def make_entry(repo: str, target: str, hydra_policy: dict[str, Any]) -> Callable[[], None]:
+def make_entry(repo: str, target: str, hydra_policy: dict[str, Any],
+               absent: Callable[[str], bool] = lambda target: False,
+               drift: Callable[[str], None] = lambda note: None) -> Callable[[], None]:
     """The callable that validates `sys.argv` as `target`'s Hydra application would at start-up. A suite
     launched as another module of the repository (`python3 -m verl.experimental.transfer_queue.main_ppo`,
     `sys.argv[0]` the module's name or its file) is composed with that module's `@hydra.main` config, the
-    decorated function of the same name."""
+    decorated function of the same name. A check whose function (or one giving its arguments) is ABSENT at
+    this revision, written after it or removed since, is left out and said to DRIFT: the config is still
+    composed and the other checks run."""
     module_name, _, function = target.partition(":")
     declared = {module_name: declared_main(target)}
-    checks = [_check(item) for item in hydra_policy.get("checks") or ()]
+    checks = [_check(item) for item in hydra_policy.get("checks") or () if _present(item, absent, drift)]
     resolve = hydra_policy.get("resolve", True)
 
     def validate() -> None:
@@ -151,6 +155,15 @@ def compose(declared: Declared, words: list[str]) -> Any:
     with initialize_config_dir(config_dir=config_dir, version_base=declared.version_base):
         return hydra_compose(config_name=options.get("config_name", declared.config_name),
                              overrides=overrides)
+
+
+def _present(item: dict[str, Any], absent: Callable[[str], bool], drift: Callable[[str], None]) -> bool:
+    function = item["function"]
+    missing = [t for t in (function, *(item.get("kwargs_from") or {}).values()) if absent(t)]
+    if missing:
+        what = "none exists" if missing == [function] else f"{', '.join(missing)} does not exist"
+        drift(f"validation.hydra.checks {function}: {what} at this revision; the check was left out")
+    return not missing
 
 
 def _check(item: dict[str, Any]) -> Callable[[Any], None]:

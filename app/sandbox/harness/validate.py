@@ -154,7 +154,8 @@ class Job:
     def _hydra_entry(self, target: str) -> Any:
         """The composer of `target`'s @hydra.main config and the policy's checks (hydra_entry.py)."""
         try:
-            return hydra_entry.make_entry(self.repo, target, self.validation["hydra"])
+            return hydra_entry.make_entry(self.repo, target, self.validation["hydra"], absent=_absent,
+                                          drift=tolerant.skipped.append)
         except (Exception, SystemExit) as exc:
             path, line = common.repo_frame(exc.__traceback__, self.repo)
             where = f" ({path}:{line})" if path else ""
