@@ -936,3 +936,27 @@ def test_refine_makes_torch_real_where_its_stub_failed_validation_at_a_line_usin
         assert f"the stub failed at {path}:{line}" in refined.rounds[-1][-1]
         parse_policy(render(refined), "starter")
         assert not any("torch" in change for change in failing_at(path, line, refined).rounds[-1])
+
+
+def test_refine_makes_torch_real_where_capture_died_at_a_torch_op_the_stub_made(tmp_path: Path) -> None:
+    # torchtitan from a plain install: capture imported the integration tests' definitions, which import
+    # torchtitan/distributed/minimal_async_ep/api.py, and died at `@dispatch_op.register_fake`: the stubbed
+    # `torch.library.custom_op` had left `dispatch_op` a plain function. No suite was captured, so no base
+    # failure could say torch was wanted: the capture's failure must.
+    root = verl_shaped(tmp_path)
+    write(root, {"pkg/api.py": "import torch\n\n\n@torch.library.custom_op('ep::dispatch', mutates_args=())\n"
+                               "def dispatch_op(x):\n    return x\n\n\n@dispatch_op.register_fake\n"
+                               "def dispatch_op_fake(x):\n    return x\n\n\ndef plain(x):\n    return x\n"})
+    starter = detect(root)
+    suite = Suite("a", "r", ("x=1",), entry="verl.trainer.main_ppo")
+
+    def died_at(line: int) -> Starter:
+        reason = f"AttributeError: 'function' object has no attribute 'register_fake' (at pkg/api.py:{line})"
+        matrix = Matrix((), scripts=1, captured=0, failed=(CaptureFailure("tests.defs:build", reason),))
+        return refine(starter, (suite,), assess(matrix, {}, {}, {}), root)
+
+    refined = died_at(9)
+    assert "torch" in refined.policy["harness"]["real_packages"]
+    assert "the stub failed at pkg/api.py:9" in refined.rounds[-1][-1]
+    # a line naming neither torch nor what a torch decorator made is the repository's own failure
+    assert "torch" not in died_at(14).policy["harness"]["real_packages"]

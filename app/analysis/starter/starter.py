@@ -34,7 +34,7 @@ from app.analysis.core.tree_reading import Module, read_modules, read_text
 from app.analysis.sources.registry import KINDS
 from app.analysis.starter.starter_offline import offline_answer
 from app.analysis.starter.starter_shapes import detect_shape
-from app.analysis.starter.starter_torch import real_torch
+from app.analysis.starter.starter_torch import capture_failures, real_torch
 from app.analysis.starter.starter_tree import (
     REQUIREMENTS_WHY,
     TORCH_LIMITS,
@@ -377,7 +377,9 @@ def refine(starter: Starter, suites: Iterable[Suite], health: Health, root: Path
             changes += _asks_absent_package(refined, root, group.example)
         changes += _runner_variables(refined, root, health)
         changes += _package_versions(refined, root, errors)
-        changes += real_torch(refined, root, (group.example for group in health.errors))
+        failures = [*(group.example for group in health.errors), *capture_failures(
+            failure.reason for failure in (*health.failed, *health.partial))]
+        changes += real_torch(refined, root, failures)
     refined.rounds.append(changes)
     return refined
 

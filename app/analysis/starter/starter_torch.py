@@ -32,9 +32,21 @@ WHY = ("torch: validation failed at {where} on what the stub answered, a line us
        "imports at its top; CI has it: a CPU build, as the built-in policies pin it")
 
 
+def capture_failures(reasons: Iterable[str]) -> Iterator[Outcome]:
+    """Where scripts died while capture imported the tree (`... (at path:line)`, app/sandbox/harness/
+    capture.py): a stub failing there fails every suite those scripts would have launched."""
+    for reason in reasons:
+        found = _AT.search(reason)
+        if found:
+            yield Outcome("error", None, reason, found["path"], int(found["line"]))
+
+
+_AT = re.compile(r"\(at (?P<path>[^\s():]+\.py):(?P<line>\d+)\)")
+
+
 def real_torch(starter: Starter, root: Path, failures: Iterable[Outcome]) -> list[str]:
-    """Torch made real in STARTER's harness when one of the base's FAILURES is at a line of the tree
-    using the torch its module imports at its top; the changes made."""
+    """Torch made real in STARTER's harness when one of the base's FAILURES (or a capture's) is at a line
+    of the tree using the torch its module imports at its top; the changes made."""
     harness = starter.policy["harness"]
     if "torch" in harness["real_packages"]:
         return []
@@ -72,9 +84,18 @@ def _uses_torch_at(path: Path, line: int) -> bool:
                 and bound & {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             bound |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    # a module-level function or class a torch decorator made (`@torch.library.custom_op(...) def op`): its
+    # stubbed result lacks what torch's has (`@op.register_fake`, torchtitan's async EP at import)
+    bound |= {node.name for node in tree.body
+              if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+              and any(bound & _names(decorator) for decorator in node.decorator_list)}
     lines = text.split("\n")
     at = lines[line - 1] if 0 < line <= len(lines) else ""
     return any(re.search(rf"\b{re.escape(name)}\b", at) for name in bound)
+
+
+def _names(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
 def _torch_names(node: ast.AST) -> Iterator[str]:
