@@ -31,6 +31,7 @@ from app.analysis.starter.starter_tree import (
     is_test,
     packages_harness,
     pinned_version,
+    requirements_for,
 )
 
 MIN_OPTIONS = 10
@@ -188,6 +189,9 @@ def _harness(root: Path, used: list[Module], modules: dict[str, Module],
     backports = _backports(modules)
     if backports:
         harness["backports"] = backports
+        # what the backports are taken from must be in the analysis environment, or none applies
+        harness["requirements"] = list(dict.fromkeys(
+            [*harness["requirements"], *requirements_for(["typing_extensions"], root)]))
         why["harness.backports"] = (f"the tree imports from typing what Python {sys.version_info[0]}."
                                     f"{sys.version_info[1]} lacks: typing_extensions has it")
     versions = _read_versions(root, used, modules)
