@@ -963,3 +963,30 @@ def test_refine_makes_torch_real_where_capture_died_at_a_torch_op_the_stub_made(
     assert "the stub failed at pkg/api.py:9" in refined.rounds[-1][-1]
     # a line naming neither torch nor what a torch decorator made is the repository's own failure
     assert "torch" not in died_at(14).policy["harness"]["real_packages"]
+
+
+def test_refine_makes_real_a_declared_package_a_real_one_imports_for_the_tree(tmp_path: Path) -> None:
+    # torchtitan from a plain install, once torch was real: capture died at `from torch.utils.tensorboard
+    # import SummaryWriter` (torchtitan/components/metrics.py), real torch asking for tensorboard, which its
+    # pyproject.toml lists; a stub only answers the tree's own imports
+    root = verl_shaped(tmp_path)
+    write(root, {"pkg/metrics.py": "import torch\nfrom torch.utils.tensorboard import SummaryWriter\n"
+                                   "import wandb\n",
+                 "requirements.txt": "tensorboard\nwandb==0.20.1\n"})
+    starter = detect(root)
+    starter.policy["harness"]["real_packages"] = sorted([*starter.policy["harness"]["real_packages"], "torch"])
+    suite = Suite("a", "r", ("x=1",), entry="verl.trainer.main_ppo")
+
+    def died_at(line: int, name: str, policy: Starter = starter) -> Starter:
+        reason = f"ModuleNotFoundError: No module named '{name}' (at pkg/metrics.py:{line})"
+        matrix = Matrix((), scripts=1, captured=0, failed=(CaptureFailure("tests.defs:build", reason),))
+        return refine(policy, (suite,), assess(matrix, {}, {}, {}), root)
+
+    refined = died_at(2, "tensorboard")
+    assert "tensorboard" in refined.policy["harness"]["real_packages"]
+    assert "tensorboard" in refined.policy["harness"]["requirements"]
+    assert refined.rounds[-1][0].startswith("harness.real_packages += tensorboard")
+    assert not any("tensorboard" in c for c in died_at(2, "tensorboard", refined).rounds[-1])  # once
+    # the tree's own import of an absent package is the stubs' to answer; an undeclared one is not CI's
+    assert "wandb" not in died_at(3, "wandb").policy["harness"]["real_packages"]
+    assert "grain" not in died_at(2, "grain").policy["harness"]["real_packages"]

@@ -40,6 +40,7 @@ from app.analysis.starter.starter_tree import (
     TORCH_LIMITS,
     NoValidator,
     Starter,
+    declared,
     import_names,
     imported_modules,
     installed,
@@ -379,6 +380,7 @@ def refine(starter: Starter, suites: Iterable[Suite], health: Health, root: Path
         changes += _package_versions(refined, root, errors)
         failures = [*(group.example for group in health.errors), *capture_failures(
             failure.reason for failure in (*health.failed, *health.partial))]
+        changes += _declared_packages(refined, root, failures)
         changes += real_torch(refined, root, failures)
     refined.rounds.append(changes)
     return refined
@@ -535,6 +537,43 @@ def _asks_absent_package(starter: Starter, root: Path, error: Outcome) -> list[s
         f"{function.name} asks {absent[0].split('.')[0]}, absent and stubbed here, what only the real "
         "package knows: returns None (CI's image has it)")]))
     return [f"validation.replace += {target} -> None"]
+
+
+_NO_MODULE = re.compile(r"No module named '([\w]+)")
+
+
+def _declared_packages(starter: Starter, root: Path, failures: Iterable[Outcome]) -> list[str]:
+    """A package a real one imports for the tree (`from torch.utils.tensorboard import ...` asks
+    tensorboard), absent here, that the tree's dependency files ask for: CI installs it with the project,
+    so it is made real (a stub only answers the tree's own imports). Only where the failing line of the
+    tree imports from a real package: a package the tree imports itself is the stubs' to answer."""
+    harness = starter.policy["harness"]
+    changes = []
+    for failure in failures:
+        found = _NO_MODULE.search(failure.message or "")
+        name = found.group(1) if found else ""
+        real = harness["real_packages"]
+        if not name or name in real or (root / name).exists() or not declared(root, name) \
+                or not _imports_real_package(root, failure, real):
+            continue
+        version = pinned_version(root, name, exact=True)
+        harness["real_packages"] = sorted([*harness["real_packages"], name])
+        harness["requirements"] = [*harness["requirements"], f"{name}=={version}" if version else name]
+        starter.why["harness.real_packages"] = "; ".join(filter(None, [
+            starter.why.get("harness.real_packages"),
+            f"{name}: a real package imports it for the tree, and the tree's dependency files ask for it"]))
+        changes.append(f"harness.real_packages += {name} (imported for {failure.path}:{failure.line} by a "
+                       "real package; the tree's dependency files ask for it)")
+    return changes
+
+
+def _imports_real_package(root: Path, failure: Outcome, real: list[str]) -> bool:
+    if not failure.path or not failure.path.endswith(".py") or not failure.line:
+        return False
+    lines = read_text(root / failure.path).split("\n")
+    at = lines[failure.line - 1].strip() if 0 < failure.line <= len(lines) else ""
+    found = re.match(r"(?:from|import)\s+([\w]+)", at)
+    return found is not None and found.group(1) in real
 
 
 def _package_versions(starter: Starter, root: Path, errors: list[str]) -> list[str]:

@@ -86,6 +86,14 @@ def pinned_version(root: Path, distribution: str, *, exact: bool = False) -> str
     return None
 
 
+def declared(root: Path, distribution: str) -> bool:
+    """Whether the tree's dependency files ask for DISTRIBUTION (a requirement line, a quoted entry of
+    pyproject's lists, a lock's package): what CI installs with the project."""
+    name = "[-_.]".join(re.escape(part) for part in re.split(r"[-_.]", distribution))
+    entry = re.compile(rf'(?:^\s*|["\']|^name = "){name}(?=\s*(?:\[|[<>=!~;]|["\']|$))', re.M | re.I)
+    return any(entry.search(read_text(path)) for pattern in DEPENDENCY_FILES for path in root.glob(pattern))
+
+
 REQUIREMENTS_WHY = ("the distributions of the real packages, installed by prtriage into the analysis "
                     "environment the sandbox runs: the tree's pinned versions, else this machine's")
 
