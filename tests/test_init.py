@@ -990,3 +990,27 @@ def test_refine_makes_real_a_declared_package_a_real_one_imports_for_the_tree(tm
     # the tree's own import of an absent package is the stubs' to answer; an undeclared one is not CI's
     assert "wandb" not in died_at(3, "wandb").policy["harness"]["real_packages"]
     assert "grain" not in died_at(2, "grain").policy["harness"]["real_packages"]
+
+
+def test_refine_makes_real_the_configuration_stack_a_failing_module_imports(tmp_path: Path) -> None:
+    # Megatron-LM from a plain install: every suite failed at `register_type.__fields__['type_name']`
+    # (megatron/rl/__init__.py:31), a pydantic model's, with pydantic stubbed: validation's own modules, which
+    # detection read, do not import it; the module that failed does, at its top
+    root = verl_shaped(tmp_path)
+    write(root, {"pkg/rl.py": "from pydantic import BaseModel\n\n\nclass Request(BaseModel):\n    x: int = 1\n\n\n"
+                              "NAMES = {Request.__fields__['x'].default: Request}\n",
+                 "pkg/plain.py": "import json\n\nVALUE = json.loads('{}')['x']\n"})
+    starter = detect(root)
+    harness = starter.policy["harness"]
+    harness["real_packages"] = [p for p in harness["real_packages"] if p != "pydantic"]
+    suite = Suite("a", "r", ("x=1",), entry="verl.trainer.main_ppo")
+
+    def failing_at(path: str, line: int) -> Starter:
+        outcome = Outcome("rejected", "AttributeError", "__fields__", path, line)
+        health = assess(Matrix((suite,), scripts=1, captured=1), {"a": SuiteResult("a", outcome)}, {}, {})
+        return refine(starter, (suite,), health, root)
+
+    refined = failing_at("pkg/rl.py", 8).policy["harness"]
+    assert "pydantic" in refined["real_packages"]
+    assert any(r.lower().startswith("pydantic") for r in refined["requirements"])
+    assert "pydantic" not in failing_at("pkg/plain.py", 3).policy["harness"]["real_packages"]

@@ -36,6 +36,7 @@ from app.analysis.starter.starter_offline import offline_answer
 from app.analysis.starter.starter_shapes import detect_shape
 from app.analysis.starter.starter_torch import capture_failures, real_torch
 from app.analysis.starter.starter_tree import (
+    CONFIG_STACK,
     REQUIREMENTS_WHY,
     TORCH_LIMITS,
     NoValidator,
@@ -47,6 +48,7 @@ from app.analysis.starter.starter_tree import (
     is_test,
     packages_harness,
     pinned_version,
+    requirements_for,
     stub_versions,
 )
 from app.analysis.verdict.doctor import ATTRIBUTE
@@ -381,6 +383,7 @@ def refine(starter: Starter, suites: Iterable[Suite], health: Health, root: Path
         failures = [*(group.example for group in health.errors), *capture_failures(
             failure.reason for failure in (*health.failed, *health.partial))]
         changes += _declared_packages(refined, root, failures)
+        changes += _config_stack_at(refined, root, failures)
         changes += real_torch(refined, root, failures)
     refined.rounds.append(changes)
     return refined
@@ -564,6 +567,29 @@ def _declared_packages(starter: Starter, root: Path, failures: Iterable[Outcome]
             f"{name}: a real package imports it for the tree, and the tree's dependency files ask for it"]))
         changes.append(f"harness.real_packages += {name} (imported for {failure.path}:{failure.line} by a "
                        "real package; the tree's dependency files ask for it)")
+    return changes
+
+
+def _config_stack_at(starter: Starter, root: Path, failures: Iterable[Outcome]) -> list[str]:
+    """The configuration stack a failing module imports at its top, stubbed where validation's own modules
+    did not import it (Megatron-LM's `megatron/rl`: `register_type.__fields__` of a pydantic model, an
+    AttributeError on the stub): made real, as for the modules detection saw."""
+    harness = starter.policy["harness"]
+    changes = []
+    for failure in failures:
+        if not failure.path or not failure.path.endswith(".py") or not (root / failure.path).is_file():
+            continue
+        try:
+            tree = ast.parse(read_text(root / failure.path))
+        except (SyntaxError, ValueError):
+            continue
+        names = {name.split(".")[0] for node in tree.body for name in import_names(node)}
+        for name in sorted(names & CONFIG_STACK.keys() - set(harness["real_packages"])):
+            harness["real_packages"] = sorted([*harness["real_packages"], name])
+            harness["requirements"] = list(dict.fromkeys([*harness["requirements"],
+                                                          *requirements_for([name], root)]))
+            changes.append(f"harness.real_packages += {name} (the configuration stack {failure.path} "
+                           f"imports, stubbed, failed at line {failure.line})")
     return changes
 
 
