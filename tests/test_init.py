@@ -974,7 +974,8 @@ def test_refine_makes_real_a_declared_package_a_real_one_imports_for_the_tree(tm
                                    "import wandb\n",
                  "requirements.txt": "tensorboard\nwandb==0.20.1\n"})
     starter = detect(root)
-    starter.policy["harness"]["real_packages"] = sorted([*starter.policy["harness"]["real_packages"], "torch"])
+    harness = starter.policy["harness"]
+    harness["real_packages"] = sorted([*harness["real_packages"], "torch"])
     suite = Suite("a", "r", ("x=1",), entry="verl.trainer.main_ppo")
 
     def died_at(line: int, name: str, policy: Starter = starter) -> Starter:
@@ -997,7 +998,8 @@ def test_refine_makes_real_the_configuration_stack_a_failing_module_imports(tmp_
     # (megatron/rl/__init__.py:31), a pydantic model's, with pydantic stubbed: validation's own modules, which
     # detection read, do not import it; the module that failed does, at its top
     root = verl_shaped(tmp_path)
-    write(root, {"pkg/rl.py": "from pydantic import BaseModel\n\n\nclass Request(BaseModel):\n    x: int = 1\n\n\n"
+    write(root, {"pkg/rl.py": "from pydantic import BaseModel\n\n\n"
+                              "class Request(BaseModel):\n    x: int = 1\n\n\n"
                               "NAMES = {Request.__fields__['x'].default: Request}\n",
                  "pkg/plain.py": "import json\n\nVALUE = json.loads('{}')['x']\n"})
     starter = detect(root)
