@@ -337,16 +337,23 @@ def parse_args(argv=None):
 '''
 
 
-def test_what_the_warm_up_learned_never_changes_the_answer(tmp_path: Path) -> None:
-    """Sets start knowing what the whole suite learned: here `--c` alone would then look rejected, though a
-    suite without `--a` never learns `upstream_rank`. Asked from scratch, that answer does not hold, and the
-    search runs again learning as a suite does: the same set as the host's rounds."""
+def host_and_leader(tmp_path: Path, source: str, line: int,
+                    flags: tuple[str, ...]) -> tuple[Finding, Finding]:
+    """The toy's rejection explained by the host's rounds and by the warm leader's search."""
     working_sandbox()
-    tree, policy, interpreter, suite, toy, head = toy_search(tmp_path, LEARNING, 11, ("--a", "--b", "--c"))
+    tree, policy, interpreter, suite, toy, head = toy_search(tmp_path, source, line, flags)
     [by_rounds] = explain_rejections([toy], [suite], head, in_rounds(head_validator(
         tree, policy, allow_unsandboxed=False, interpreter=interpreter)))
     [in_leader] = explain_rejections([toy], [suite], head, in_the_warm_leader(
         tree, policy, allow_unsandboxed=False, interpreter=interpreter))
+    return by_rounds, in_leader
+
+
+def test_what_the_warm_up_learned_never_changes_the_answer(tmp_path: Path) -> None:
+    """Sets start knowing what the whole suite learned: here `--c` alone would then look rejected, though a
+    suite without `--a` never learns `upstream_rank`. Asked from scratch, that answer does not hold, and the
+    search runs again learning as a suite does: the same set as the host's rounds."""
+    by_rounds, in_leader = host_and_leader(tmp_path, LEARNING, 11, ("--a", "--b", "--c"))
     assert in_leader.minimal_args == by_rounds.minimal_args
     assert in_leader.minimal_args is not None and in_leader.minimal_args.args == ("--a", "--c")
 
@@ -370,13 +377,7 @@ def test_an_answer_that_holds_from_scratch_costs_no_round_of_its_own(tmp_path: P
     answer (the set found and each of its arguments left out) is asked from scratch, which is the
     confirmation: the search costs the sets and rounds of the host's rounds (each from scratch), 4 sets
     leaving out each argument and 3 settling, not 3 more to confirm in a round of their own."""
-    working_sandbox()
-    tree, policy, interpreter, suite, toy, head = toy_search(tmp_path, ALWAYS_LEARNING, 10,
-                                                             ("--a", "--b", "--c", "--d"))
-    [by_rounds] = explain_rejections([toy], [suite], head, in_rounds(head_validator(
-        tree, policy, allow_unsandboxed=False, interpreter=interpreter)))
-    [in_leader] = explain_rejections([toy], [suite], head, in_the_warm_leader(
-        tree, policy, allow_unsandboxed=False, interpreter=interpreter))
+    by_rounds, in_leader = host_and_leader(tmp_path, ALWAYS_LEARNING, 10, ("--a", "--b", "--c", "--d"))
     assert in_leader.minimal_args == by_rounds.minimal_args
     assert in_leader.minimal_args is not None and in_leader.minimal_args.args == ("--a", "--c")
     assert in_leader.minimal_args.complete

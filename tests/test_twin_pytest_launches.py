@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 from analysis_envs import environment_of
 from harness_twin import line_of
+from launch_twin import write_repo
 from needs import working_sandbox
 from twin.cli import prtriage
 
@@ -104,17 +104,6 @@ NEW_ASSERT = '    assert args.tp < 4, "tp 4 is not supported yet"\n'
 
 def with_pytest() -> Interpreter:
     return environment_of(Harness(requirements=[PYTEST]))
-
-
-def write_repo(root: Path, files: dict[str, str]) -> Path:
-    repo = root / "repo"
-    for name, text in files.items():
-        path = repo / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
-    for directory in [root, *(p for p in repo.rglob("*") if p.is_dir()), repo]:
-        directory.chmod(0o755)
-    return repo
 
 
 def git(repo: Path, *args: str) -> str:
