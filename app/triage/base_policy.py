@@ -36,8 +36,11 @@ def policy_at_base(client: GitHubClient, owner: str, repo: str, base_sha: str) -
 
 def policy_with_source(client: GitHubClient, owner: str, repo: str,
                        sha: str) -> tuple[Policy, dict[str, Any]]:
-    """The policy at SHA and `{"source": "base"|"builtin"|"default", "path", "repository"}`."""
+    """The policy at SHA, applied at SHA (a commit of the default branch doctored after the branch moved on,
+    or probed by a search, may predate a move of its CI scripts), and `{"source": "base"|"builtin"|"default",
+    "path", "repository"}` with `followed` when something was."""
     policy, origin = policy_at_base(client, owner, repo, sha)
+    policy, origin = policy_applied(client, owner, repo, policy, origin, sha)
     return policy, origin.to_json()
 
 
