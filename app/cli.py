@@ -24,7 +24,6 @@ from importlib import metadata
 from pathlib import Path
 from typing import TextIO
 
-from app.analysis.core.launch_forms import fit_forms
 from app.analysis.core.model import Matrix
 from app.analysis.core.policy import Policy, PolicyError, load_policy
 from app.analysis.core.policy_origin import REPO_POLICY, PolicyOrigin
@@ -56,7 +55,7 @@ from app.engine.environments import (
     prepare,
 )
 from app.engine.environments import listed as environments_listed
-from app.engine.layout_drift import follow_renames
+from app.engine.layout_drift import GitHistory, policy_at
 from app.engine.matrix_capture import capture_matrix
 from app.engine.policy_choice import (
     RepositoryNameError,
@@ -749,16 +748,17 @@ def resolve_policy(args: argparse.Namespace, base: Revision,
                    at: Revision | None = None) -> tuple[Policy, PolicyOrigin]:
     """The policy that judges BASE's change and where it came from (app/engine/policy_choice.py), its globs
     followed to the layout of AT (default BASE: where its matrix is captured) when they match nothing there
-    (app/engine/layout_drift.py); the JSON of a failure names it too."""
+    and its launches formed as AT's files call for (app/engine/layout_drift.py); the JSON of a failure names
+    it too."""
     repository, named_by = named_repository(getattr(args, "repository", None), args.repo, os.environ)
     policy, origin = choose_policy(explicit=args.policy, base_tree=base.tree,
                                    base_label=base.label if base.sha else str(base.tree),
                                    repository=repository, named_by=named_by)
-    repo = Path(args.repo).resolve() if getattr(args, "repo", None) else None
-    policy, followed = follow_renames(policy, repo, (at or base).sha)
-    policy, formed = fit_forms(policy, functools.partial(_tree_text, (at or base).tree),
-                               (at or base).sha[:12] if (at or base).sha else (at or base).label)
-    origin = dataclasses.replace(origin, followed=followed + formed)
+    history = GitHistory(Path(args.repo).resolve()) if getattr(args, "repo", None) else None
+    where = at or base
+    policy, followed = policy_at(policy, history=history, sha=where.sha,
+                                 read=functools.partial(_tree_text, where.tree), label=where.label)
+    origin = dataclasses.replace(origin, followed=followed)
     args.learned["policy"] = origin.to_json()
     return policy, origin
 

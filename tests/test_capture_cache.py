@@ -8,12 +8,15 @@ own matrix reused for another pull request).
 from __future__ import annotations
 
 import json
+import shutil
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from app.analysis.core.policy import Policy, parse_policy
+from app.engine import matrix_capture
 from app.engine.matrix_capture import capture_matrix
 from app.trees.treehash import fingerprints, tree_digest
 
@@ -109,6 +112,46 @@ def test_a_new_ci_script_is_a_miss(repo: Path, tmp_path: Path, monkeypatch: pyte
         with pytest.raises(Exception, match="bubblewrap not found"):
             argvs(repo, cache)
     assert argvs(repo, cache) == ([("--new",), ("--layers", "24", "--lr", "1e-4"), ("--top",)], False)
+
+
+@pytest.fixture
+def capture_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A copy of the host's matrix source modules that capture's key reads instead of the installed ones."""
+    copy = tmp_path / "sources"
+    shutil.copytree(matrix_capture.SOURCES_DIR, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(matrix_capture, "SOURCES_DIR", copy)
+    matrix_capture.capture_code_digest.cache_clear()
+    yield copy
+    matrix_capture.capture_code_digest.cache_clear()
+
+
+def test_a_change_in_the_code_that_captures_is_a_miss(repo: Path, tmp_path: Path, capture_code: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A prtriage upgrade that changes how a kind lists or records its items, with tree, policy, harness
+    and environment unchanged, captures again instead of reading the older code's matrix."""
+    cache = tmp_path / "cache"
+    first, _ = argvs(repo, cache)
+    with monkeypatch.context() as patch:
+        no_sandbox(patch, tmp_path)
+        assert argvs(repo, cache) == (first, True)
+        recorded = capture_code / "recorded.py"
+        recorded.write_text(recorded.read_text() + "\n# the suites are made otherwise now\n")
+        matrix_capture.capture_code_digest.cache_clear()  # a new process of the upgraded prtriage
+        with pytest.raises(Exception, match="bubblewrap not found"):
+            argvs(repo, cache)
+
+
+def test_the_capture_harness_is_keyed_with_every_module_it_imports(tmp_path: Path) -> None:
+    """Written after the key's fixed list of harness files: it left out boundary.py and repoline.py, which
+    capture imports through fsfakes.py, so a change to them reused the older harness's matrices."""
+    write_tree(tmp_path, {
+        "program.py": "import os\nfrom first import f\n\ndef later():\n    import second\n",
+        "first.py": "from app.sandbox.harness import third\n",
+        "second.py": "", "third.py": "import first\n", "unrelated.py": ""})
+    assert [p.name for p in matrix_capture.harness_closure(tmp_path, "program.py")] == [
+        "first.py", "program.py", "second.py", "third.py"]
+    installed = {p.name for p in matrix_capture.harness_closure(matrix_capture.HARNESS_DIR, "capture.py")}
+    assert {"boundary.py", "repoline.py", "stubs.py"} <= installed and "validate.py" not in installed
 
 
 def test_the_cache_entry_keys_on_the_whole_tree(repo: Path, tmp_path: Path) -> None:

@@ -1,13 +1,15 @@
 """Host side of capture: list the CI scripts, reuse a cached matrix of the very same tree, else run the
 capture harness in the sandbox and turn its reports into the Matrix.
 
-The cache key is computed here, on the host, from the whole tree's content, the policy, the harness and the
-repository: nothing the sandboxed scripts report about themselves (they are a pull request's code) can make
-one tree's matrix serve another.
+The cache key is computed here, on the host, from the whole tree's content, the policy, the code that
+captures (`capture_code_digest`), the analysis environment and the repository: nothing the sandboxed scripts
+report about themselves (they are a pull request's code) can make one tree's matrix serve another, and no
+prtriage upgrade is served a matrix its older code captured.
 """
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import functools
 import hashlib
@@ -34,10 +36,13 @@ from app.trees.treehash import fingerprints, tree_digest
 log = logging.getLogger(__name__)
 
 HARNESS_DIR = package_file("app.sandbox", "harness")
-# What decides a capture besides the repository: a new harness must not reuse an old harness's matrix.
-CAPTURE_HARNESS_FILES = ("capture.py", "common.py", "definitions.py", "fsfakes.py", "stubs.py",
-                         "intercept.py", "intercept_shell.py", "intercept_net.py", "vclock.py", "vpaths.py",
-                         "globs.py", "recbash.sh", "pytestrun.py")
+# What decides a capture besides the repository, the policy and the environment: the code that makes the
+# matrix. In the sandbox, the capture program and every harness module it imports (found by reading the
+# imports, so a module added to the harness is never left out), with the shell prelude it runs commands
+# under; on the host, every module of the matrix sources (listing, recording, suites) and this one.
+CAPTURE_PROGRAM = "capture.py"
+HARNESS_DATA = ("recbash.sh",)
+SOURCES_DIR = package_file("app.analysis", "sources")
 SKIPPED_DIRS = frozenset({".git", "__pycache__"})
 MAX_CACHE_ENTRIES = 64  # per policy; the least recently used go first
 
@@ -117,18 +122,46 @@ def _tree_files(tree: Path) -> Iterator[str]:
 
 
 @functools.cache
-def _harness_digest() -> str:
+def capture_code_digest() -> str:
+    """The code that makes a matrix, hashed (computed once per process: it is the installed prtriage)."""
+    files = [*harness_closure(HARNESS_DIR, CAPTURE_PROGRAM), *(HARNESS_DIR / name for name in HARNESS_DATA),
+             *sorted(SOURCES_DIR.glob("*.py")), Path(__file__)]
     digest = hashlib.sha256()
-    for name in CAPTURE_HARNESS_FILES:
-        path = HARNESS_DIR / name
-        digest.update(name.encode() + b"\0" + (path.read_bytes() if path.is_file() else b"") + b"\0")
+    for path in files:
+        digest.update(path.name.encode() + b"\0" + (path.read_bytes() if path.is_file() else b"") + b"\0")
     return digest.hexdigest()
 
 
+def harness_closure(directory: Path, program: str) -> list[Path]:
+    """PROGRAM of DIRECTORY and every module of DIRECTORY it imports, directly or through others, lazily
+    too (`import stubs`, `from app.sandbox.harness import repoline`); sorted by name."""
+    found: set[str] = set()
+    waiting = [program.removesuffix(".py")]
+    while waiting:
+        name = waiting.pop()
+        path = directory / f"{name}.py"
+        if name in found or not path.is_file():
+            continue
+        found.add(name)
+        waiting += _imported_names(path.read_text(encoding="utf-8"))
+    return [directory / f"{name}.py" for name in sorted(found)]
+
+
+def _imported_names(text: str) -> list[str]:
+    """Every name an import of TEXT could take a sibling module by: each dotted part, what `from` takes."""
+    names: list[str] = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Import):
+            names += [part for alias in node.names for part in alias.name.split(".")]
+        elif isinstance(node, ast.ImportFrom):
+            names += [*(node.module or "").split("."), *(alias.name for alias in node.names)]
+    return names
+
+
 def capture_key(policy: Policy, interpreter: Interpreter) -> str:
-    """Names the cache directory: what capture reads of the policy, the capture harness itself, and the
+    """Names the cache directory: what capture reads of the policy, the code that captures, and the
     analysis environment it ran in."""
-    parts = f"{policy.capture_digest()}:{_harness_digest()}:{interpreter.digest}"
+    parts = f"{policy.capture_digest()}:{capture_code_digest()}:{interpreter.digest}"
     return hashlib.sha256(parts.encode()).hexdigest()[:16]
 
 

@@ -18,6 +18,7 @@ from app.github.github_models import (
     CommentInfo,
     CommitInfo,
     CommitTree,
+    Comparison,
     IssueInfo,
     PullInfo,
     RateLimit,
@@ -146,6 +147,20 @@ class GitHubClient:
             raise GitHubError("repos/compare-commits-with-basehead", 200, "the answer lists no commits")
         return [str(commit["sha"]) for commit in commits
                 if isinstance(commit, dict) and _SHA.fullmatch(str(commit.get("sha", "")))]
+
+    def comparison(self, owner: str, repo: str, base_sha: str, head_sha: str) -> Comparison:
+        """The files renamed or copied from the merge base of BASE_SHA and HEAD_SHA to HEAD_SHA, and the
+        commits between (compare API, `BASE...HEAD`; GitHub lists at most 300 files and 250 commits)."""
+        for sha in (base_sha, head_sha):
+            if not _SHA.fullmatch(sha):
+                raise ValueError(f"not a commit sha: {sha!r}")
+        url = f"{repo_path(owner, repo)}/compare/{base_sha}...{head_sha}"
+        answer = self._call("repos/compare-commits-with-basehead", "GET", url)
+        try:
+            return Comparison.from_api(answer)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise GitHubError("repos/compare-commits-with-basehead", 200,
+                              f"an unexpected comparison: {exc}") from None
 
     # The repository and its default branch
 

@@ -98,6 +98,32 @@ class CommitTree:
         return cls(blobs=blobs, truncated=bool(answer.get("truncated")))
 
 
+COMPARE_FILES_LIMIT = 300  # the compare API lists at most this many changed files of a comparison
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The compare API's BASE...HEAD as the layout of a revision needs it: the files renamed or copied
+    between the merge base and HEAD, (old path, new path); the shas of the commits it lists, oldest first;
+    and whether its files were cut at GitHub's limit (then some renames are missing)."""
+
+    moved: list[tuple[str, str]]
+    commits: list[str]
+    cut: bool
+
+    @classmethod
+    def from_api(cls, answer: Any) -> Comparison:
+        files = answer.get("files") if isinstance(answer, dict) else None
+        commits = answer.get("commits") if isinstance(answer, dict) else None
+        if not isinstance(files, list) or not isinstance(commits, list):
+            raise ValueError("the answer lists no files or no commits")
+        moved = [(str(entry["previous_filename"]), str(entry["filename"])) for entry in files
+                 if isinstance(entry, dict) and entry.get("status") in ("renamed", "copied")
+                 and entry.get("previous_filename") and entry.get("filename")]
+        shas = [str(commit["sha"]) for commit in commits if isinstance(commit, dict) and commit.get("sha")]
+        return cls(moved=moved, commits=shas, cut=len(files) >= COMPARE_FILES_LIMIT)
+
+
 @dataclass(frozen=True)
 class CommitInfo:
     sha: str

@@ -64,7 +64,7 @@ from app.store.session import session_scope
 from app.store.windows import SYSTEM_ACTOR
 from app.triage import main_health, risk_windows
 from app.triage.base_policy import REPO_POLICY as REPO_POLICY  # where tests and tools look for it
-from app.triage.base_policy import policy_at_base
+from app.triage.base_policy import policy_applied, policy_at_base
 from app.triage.command_runner import PullComment, run_comment
 from app.triage.identity import IdentityRefused, check_identity, check_installation
 from app.triage.job_payloads import (
@@ -443,6 +443,8 @@ def analyse(services: Services, client: GitHubClient, target: RunTarget,
     PR's text (unmerged prerequisites and follow-ups, what a revert re-opens or fixes)."""
     pull = client.get_pull(target.owner, target.repo, target.number)
     policy, origin = policy_at_base(client, target.owner, target.repo, target.base_sha)
+    # the matrix is captured at the head: the policy's globs name today's layout, the head's may be older
+    policy, origin = policy_applied(client, target.owner, target.repo, policy, origin, target.head_sha)
     report = replace(_validation_report(services, client, target, pull, policy, progress), policy=origin)
     return with_findings(report, _text_findings(services, client, target, pull, policy))
 

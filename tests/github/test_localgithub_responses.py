@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import re
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -115,6 +117,13 @@ def exercise(fake: FakeGitHub, app: GitHubApp, client: GitHubClient) -> None:
     fake.add_comment(REPO, 1, "/triage rerun", author="alice")
     fake.set_file(REPO, HEAD, "pkg/policy.yml", "validation: [a.py]\n")
     fake.set_merge_base(REPO, BASE, HEAD, MERGE_BASE)
+    with tempfile.TemporaryDirectory() as trees:  # a comparison listing a renamed, a changed and a new file
+        for sha, files in ((MERGE_BASE, {"old.py": "x = 1\n", "a.py": "a\n"}),
+                           (HEAD, {"b.py": "x = 1\n", "a.py": "a = 2\n", "c.py": "c\n"})):
+            for path, text in files.items():
+                (Path(trees) / sha / path).parent.mkdir(parents=True, exist_ok=True)
+                (Path(trees) / sha / path).write_text(text)
+            fake.set_tree(REPO, sha, Path(trees) / sha)
 
     for number in (1, 2, 3):
         client.get_pull(owner, name, number)
@@ -127,6 +136,7 @@ def exercise(fake: FakeGitHub, app: GitHubApp, client: GitHubClient) -> None:
     client.update_issue_comment(owner, name, made.id, "<!-- prtriage -->\nThe report, again")
     client.get_file(owner, name, "pkg/policy.yml", HEAD)
     client.merge_base(owner, name, BASE, HEAD)
+    assert client.comparison(owner, name, BASE, HEAD).moved == [("old.py", "b.py")]
     annotation = {"path": "a.py", "start_line": 1, "end_line": 1, "annotation_level": "failure",
                   "message": "rejects suite lora", "title": "new assert", "raw_details": "x" * 100}
     started = client.post_check_run(owner, name, {"name": "prtriage", "head_sha": HEAD,

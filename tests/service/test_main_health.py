@@ -206,3 +206,22 @@ def test_bisection_looks_at_few_commits_and_names_the_first_broken_one() -> None
     assert len(looked) <= 7 and len(set(looked)) == len(looked)  # at most log2(100), each commit once
     assert bisect(["only"], broken, budget=12) == "only"  # one commit pushed: that one, no doctor
     assert bisect(commits, lambda _: True, budget=3) == "c11"  # out of budget: the earliest known broken
+
+
+def test_a_commit_doctored_after_its_ci_scripts_moved_is_captured_where_they_were(
+        service: Service, fake_github: FakeGitHub, tmp_path: Path) -> None:
+    """The push of a commit from before a move of the CI scripts, doctored once main has moved on (a queue
+    behind, or a commit a search probes): the policy's `ci/test_*.py` is followed to where they were."""
+    fake_github.add_repo(REPO, installation_id=1)
+    before = sha(f"{tmp_path} before the move")
+    older = build(tmp_path / "before the move")
+    shutil.move(older / "ci", older / "tests")
+    fake_github.push(REPO, before, "before the move", directory=older)
+    fake_github.set_file(REPO, before, REPO_POLICY, (EXAMPLE / "policy.yml").read_text())
+    land(fake_github, tmp_path, "CI scripts under ci/")  # main's head from now on
+    push(service, fake_github, None, [before])
+    assert healths(service) == [(before, False, 12, 12, True)]
+    with session_scope(service.services.sessions, read_only=True) as session:
+        [followed] = session.scalars(select(MainHealth)).one().policy["followed"]
+    assert followed.startswith(f"the policy's matrix.sources[0].scripts ci/test_*.py matched nothing at "
+                               f"{before[:12]}; used the 2 files")

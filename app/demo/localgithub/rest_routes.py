@@ -350,7 +350,38 @@ def compare(fake: FakeGitHub, call: Call) -> Reply:
     shas = [sha for sha, _ in call.repo.history]
     between = call.repo.history[shas.index(base) + 1: shas.index(head) + 1] \
         if base in shas and head in shas else []
-    return Reply(200, rest_shapes.comparison(fake.url, call.repo, base, head, merge_base, between))
+    files = changed_files(_blobs(call.repo, merge_base), _blobs(call.repo, head))
+    return Reply(200, rest_shapes.comparison(fake.url, call.repo, base, head, merge_base, between, files))
+
+
+COMPARED_FILES = 300  # GitHub lists at most this many changed files of a comparison
+
+
+def _blobs(repo: FakeRepo, ref: str) -> dict[str, tuple[str, str]]:
+    """REF's files as the Git Trees API lists them (set with `set_tree`, else its tarball's); none unknown."""
+    if ref in repo.trees:
+        return repo.trees[ref]
+    return blobs_of_tarball(repo.tarballs[ref]) if ref in repo.tarballs else {}
+
+
+def changed_files(before: dict[str, tuple[str, str]],
+                  after: dict[str, tuple[str, str]]) -> list[tuple[str, str, str | None]]:
+    """(status, path, previous path) of each file changed from BEFORE to AFTER, by path, at most GitHub's
+    300: a file gone from one path and found with the same content at a new one is `renamed` (GitHub's
+    similarity, at 100%)."""
+    gone = {blob: path for path, (_, blob) in sorted(before.items()) if path not in after}
+    changed: list[tuple[str, str, str | None]] = []
+    for path in sorted(set(before) | set(after)):
+        if path in before and path in after:
+            if before[path] != after[path]:
+                changed.append(("modified", path, None))
+        elif path in after:
+            previous = gone.pop(after[path][1], None)
+            changed.append(("added", path, None) if previous is None else ("renamed", path, previous))
+    renamed = {previous for status, _, previous in changed if status == "renamed"}
+    changed += [("removed", path, None) for path in sorted(before)
+                if path not in after and path not in renamed]
+    return sorted(changed, key=lambda entry: entry[1])[:COMPARED_FILES]
 
 
 def get_repository(fake: FakeGitHub, call: Call) -> Reply:

@@ -172,9 +172,10 @@ def commit(api_url: str, repo: FakeRepo, sha: str, message: str) -> dict[str, An
 
 
 def comparison(api_url: str, repo: FakeRepo, base: str, head: str, merge_base: str,
-               commits: list[tuple[str, str]] | None = None) -> dict[str, Any]:
-    """The compare API's answer for BASE...HEAD; only the shas and COMMITS (sha, message) are the fake's
-    (no files)."""
+               commits: list[tuple[str, str]] | None = None,
+               files: list[tuple[str, str, str | None]] | None = None) -> dict[str, Any]:
+    """The compare API's answer for BASE...HEAD; the shas, COMMITS (sha, message) and FILES (status, path,
+    previous path) are the fake's."""
     body: dict[str, Any] = example("repos.compare-commits-with-basehead.200.default", api_url, repo.full_name)
     listed = [{"sha": sha, "url": f"{api_url}/repos/{repo.full_name}/commits/{sha}",
                "commit": {"message": message}, "parents": []} for sha, message in commits or []]
@@ -182,10 +183,22 @@ def comparison(api_url: str, repo: FakeRepo, base: str, head: str, merge_base: s
                 html_url=f"https://github.com/{repo.full_name}/compare/{base}...{head}",
                 status="identical" if base == head else "diverged" if merge_base not in (base, head)
                 else "ahead" if merge_base == base else "behind",
-                ahead_by=len(listed), behind_by=0, total_commits=len(listed), commits=listed, files=[])
+                ahead_by=len(listed), behind_by=0, total_commits=len(listed), commits=listed,
+                files=[diff_entry(api_url, repo, head, *changed) for changed in files or []])
     for key, sha in (("base_commit", base), ("merge_base_commit", merge_base)):
         body[key] = {**body[key], "sha": sha, "url": f"{api_url}/repos/{repo.full_name}/commits/{sha}"}
     return body
+
+
+def diff_entry(api_url: str, repo: FakeRepo, head: str, status: str, path: str,
+               previous: str | None) -> dict[str, Any]:
+    """One changed file of a comparison, in the example's shape (no patch: the fake keeps no texts)."""
+    entry: dict[str, Any] = {
+        "sha": None, "filename": path, "status": status, "additions": 0, "deletions": 0, "changes": 0,
+        "blob_url": f"https://github.com/{repo.full_name}/blob/{head}/{path}",
+        "raw_url": f"https://github.com/{repo.full_name}/raw/{head}/{path}",
+        "contents_url": f"{api_url}/repos/{repo.full_name}/contents/{path}?ref={head}"}
+    return {**entry, "previous_filename": previous} if previous else entry
 
 
 def issue(api_url: str, repo: FakeRepo, item: FakeIssue) -> dict[str, Any]:
