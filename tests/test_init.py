@@ -654,6 +654,99 @@ def test_init_on_the_megatron_twin_sees_what_its_policy_sees(tmp_path: Path, prt
     assert run.json()["rounds"] == [[]]
 
 
+# Megatron-LM's Bert entries: `from ...bert_layer_specs import bert_layer_with_transformer_engine_spec` at
+# import runs a module `__getattr__` that raises when the guarded `import transformer_engine` failed.
+TE_EXTENSION = """\
+try:
+    import transformer_engine  # noqa: F401
+
+    HAVE_TE = True
+except ImportError:
+    HAVE_TE = False
+"""
+BERT_SPECS = """\
+from megatron.core.extensions.transformer_engine import HAVE_TE
+
+
+def __getattr__(name):
+    if name == "bert_layer_with_transformer_engine_spec":
+        if not HAVE_TE:
+            raise ImportError("Transformer Engine is not installed. "
+                              "Please use local Bert layer spec instead.")
+        return "te"
+    raise AttributeError(name)
+"""
+
+
+def megatron_with_bert(root: Path) -> Path:
+    from test_yaml_args import RECIPE
+
+    tree = megatron_shaped(root)
+    gpt = tree / "tests/functional_tests/test_cases/gpt"
+    return write(tree, {
+        "megatron/core/__init__.py": "", "megatron/core/extensions/__init__.py": "",
+        "megatron/core/extensions/transformer_engine.py": TE_EXTENSION,
+        "megatron/core/models/__init__.py": "", "megatron/core/models/bert_layer_specs.py": BERT_SPECS,
+        "pretrain_bert.py": "from megatron.core.models.bert_layer_specs import "
+                            "bert_layer_with_transformer_engine_spec\n" + ENTRY_SCRIPT.format(name="bert"),
+        "tests/test_utils/recipes/h100/bert.yaml": RECIPE.replace("pretrain_gpt.py", "pretrain_bert.py")
+        .replace("model: gpt", "model: bert").replace("gpt3_", "bert_"),
+        **{f"tests/functional_tests/test_cases/bert/bert_{case}/model_config.yaml":
+           (gpt / f"gpt3_{case}/model_config.yaml").read_text() for case in ("tp2", "new_assert")}})
+
+
+def test_init_tells_ci_has_a_declared_package_a_base_failure_says_is_not_installed(
+        tmp_path: Path, prtriage_cache: Path) -> None:
+    # Megatron-LM from a plain install: 7 Bert suites rejected at "Transformer Engine is not installed",
+    # the optional import absent here; uv.lock locks transformer-engine, which CI's image has
+    tree = megatron_with_bert(tmp_path / "twin")
+    run = prtriage("init", "--tree", str(tree), "--output", str(tmp_path / "starter.yml"), "--format", "json",
+                   cache_dir=prtriage_cache)
+    assert run.returncode == 0, run.describe()
+    health, rounds = run.json()["health"], run.json()["rounds"]
+    assert health["suites"] == 8 and health["base"]["accepted_share"] == 1.0, health
+    assert rounds[0] == ["harness.ci_has += transformer_engine (transformer-engine: "
+                         "megatron/core/models/bert_layer_specs.py:7 says it is not installed; the tree's "
+                         "dependency files ask for it)"], rounds
+    written = yaml.safe_load((tmp_path / "starter.yml").read_text())["harness"]
+    assert written["ci_has"] == ["transformer_engine"]
+    assert written["stub_attributes"]["transformer_engine.__version__"] == "2.17.1"
+
+
+@pytest.mark.parametrize(("message", "files", "wanted"), [
+    ("ImportError: fancy-attn package is required", {"uv.lock": 'name = "fancy-attn"\nversion = "2.1"\n'},
+     {"fancy_attn.__version__": "2.1"}),
+    ("RuntimeError: fp8 requires Fancy Attn>=2", {"requirements.txt": "fancy_attn>=2.0\n"},
+     {"fancy_attn.__version__": "2.0"}),
+    ("ValueError: fancy_attn not available", {"pyproject.toml": '[project]\ndependencies = ["fancy-attn"]\n'},
+     {}),
+])
+def test_refine_tells_ci_has_only_a_package_the_tree_declares_imports_and_this_machine_lacks(
+        tmp_path: Path, message: str, files: dict[str, str], wanted: dict[str, str]) -> None:
+    root = write(tmp_path, {**argparse_validator("kite"), **files,
+                            "requirements-dev.txt": "jinja2>=3\n",
+                            "kite/ops.py": "try:\n    import fancy_attn\nexcept ImportError:\n"
+                                           "    fancy_attn = None\nimport jinja2\n",
+                            "tests/ci/register.py": "def register_gpu_ci():\n    pass\n",
+                            "tests/e2e/test_a.py": "register_gpu_ci()\n"})
+    starter = detect(root)
+    suite = Suite("tests/e2e/test_a.py", "tests/e2e/test_a.py", ("--option-1", "2"))
+
+    def refined_at(text: str) -> dict:
+        exception, _, rest = text.partition(": ")
+        health = assess(Matrix((suite,), scripts=1, captured=1), {suite.id: SuiteResult(
+            suite.id, Outcome("rejected", exception, rest, "kite/ops.py", 4))}, {}, {})
+        return refine(starter, (suite,), health, root).policy["harness"]
+
+    harness = refined_at(message)
+    assert harness["ci_has"] == ["fancy_attn"]
+    assert {k: v for k, v in harness.get("stub_attributes", {}).items() if "fancy" in k} == wanted
+    # a package this machine has (jinja2), one the tree does not declare, a word that names no package
+    assert "ci_has" not in refined_at("ImportError: jinja2 is not installed")
+    assert "ci_has" not in refined_at("ImportError: other_attn is not installed")
+    assert "ci_has" not in refined_at("AssertionError: --deterministic-mode requires: tp_comm_overlap=False")
+
+
 def test_refine_pins_asked_package_versions_and_replaces_a_function_failing_on_a_stub(tmp_path: Path) -> None:
     starter = detect(megatron_shaped(tmp_path))
     write(tmp_path, {
