@@ -33,6 +33,7 @@ from app.analysis.core.policy import path_matches
 from app.analysis.core.tree_reading import Module, read_modules, read_text
 from app.analysis.sources.registry import KINDS
 from app.analysis.starter.starter_offline import offline_answer
+from app.analysis.starter.starter_real import real_config_types
 from app.analysis.starter.starter_shapes import detect_shape
 from app.analysis.starter.starter_torch import capture_failures, real_torch
 from app.analysis.starter.starter_tree import (
@@ -384,6 +385,7 @@ def refine(starter: Starter, suites: Iterable[Suite], health: Health, root: Path
             failure.reason for failure in (*health.failed, *health.partial))]
         changes += _declared_packages(refined, root, failures)
         changes += _config_stack_at(refined, root, failures)
+        changes += real_config_types(refined, root, failures)
         changes += real_torch(refined, root, failures)
     refined.rounds.append(changes)
     return refined
