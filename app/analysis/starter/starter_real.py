@@ -38,6 +38,7 @@ _STUB = re.compile(r"<stub ([A-Za-z_]\w*)")
 # model or settings class.
 _CONFIG_DECORATOR = re.compile(r"dataclass|^(?:attr|attrs)\.(?:s|define|frozen)$|^define$")
 _CONFIG_BASE = re.compile(r"(?:^|\.)(?:BaseModel|BaseSettings)$")
+_CONFIG_CUES = ("dataclass", "BaseModel", "BaseSettings", "@define", "@attr")  # the modules worth parsing
 
 
 def real_config_types(starter: Starter, root: Path, failures: Iterable[Outcome]) -> list[str]:
@@ -70,9 +71,9 @@ def real_config_types(starter: Starter, root: Path, failures: Iterable[Outcome])
 def _field_types(root: Path, real: set[str]) -> dict[str, str]:
     """The packages, neither the tree's nor the standard library's nor real, whose types the tree's config
     classes annotate their fields with: each with the first field found (`path:line`)."""
-    modules = read_modules(root, lambda text: "dataclass" in text or "BaseModel" in text
-                           or "BaseSettings" in text or "attr" in text)
-    local = {name.split(".")[0] for name in modules} | {p.name for p in root.iterdir() if p.is_dir()}
+    modules = read_modules(root, lambda text: any(cue in text for cue in _CONFIG_CUES))
+    local = {name.split(".")[0] for name in modules} | {p.name for p in root.iterdir() if p.is_dir()} \
+        | {p.stem for p in root.glob("*.py")}
     found: dict[str, str] = {}
     for module in modules.values():
         if is_test(module):
