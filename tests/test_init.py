@@ -16,6 +16,15 @@ import pytest
 import yaml
 from twin.cli import prtriage
 from twin.miles import build_miles_twin
+from twin.stubbed_config_type import (
+    DISTRIBUTION,
+    LOADER,
+    MANAGER,
+    MODULE,
+    PACKAGE_SOURCE,
+    VERSION,
+    build_stubbed_config_twin,
+)
 
 from app.analysis.core.model import CaptureFailure, Matrix, Outcome, Suite, SuiteResult
 from app.analysis.core.policy import parse_policy
@@ -1109,3 +1118,77 @@ def test_refine_makes_real_the_configuration_stack_a_failing_module_imports(tmp_
     assert "pydantic" in refined["real_packages"]
     assert any(r.lower().startswith("pydantic") for r in refined["requirements"])
     assert "pydantic" not in failing_at("pkg/plain.py", 3).policy["harness"]["real_packages"]
+
+
+TYRO_CHOKED = ("2: Invalid input to tyro.cli() Could not create CLI parser from the provided type. • Type "
+               "typing.Tuple[typing.Any, ...] with struct-type values requires a default value.")
+
+
+def test_refine_makes_real_a_pinned_package_a_config_parser_choked_on_the_stub_of(tmp_path: Path) -> None:
+    # torchtitan from a plain install: tyro real, grain stubbed, every suite failed at `tyro.cli()`; tyro's
+    # message names no type, the data loader's config types a field with grain's, and pyproject pins grain
+    root = build_stubbed_config_twin(tmp_path)
+    write(root, {"kestrel/layout.py": "from dataclasses import dataclass\n\nimport numpy as np\n\n\n"
+                                      "@dataclass\nclass Layout:\n    shape: np.ndarray\n",
+                 "requirements.txt": "numpy\n"})
+    starter = detect(root)
+    assert "tyro" in starter.policy["harness"]["real_packages"]
+    assert MODULE not in starter.policy["harness"]["real_packages"]
+    suite = Suite("a", "r", ("--loader.seed", "7"), entry="kestrel/train.py")
+
+    def failing(exception: str, message: str, policy: Starter = starter) -> Starter:
+        outcome = Outcome("rejected", exception, message, MANAGER, 20)
+        health = assess(Matrix((suite,), scripts=1, captured=1), {"a": SuiteResult("a", outcome)}, {}, {})
+        return refine(policy, (suite,), health, root)
+
+    refined = failing("SystemExit", TYRO_CHOKED)
+    harness = refined.policy["harness"]
+    assert MODULE in harness["real_packages"] and f"{MODULE}==1.0" in harness["requirements"]
+    assert f"on a stubbed type: {LOADER}:12" in refined.rounds[-1][-1], refined.rounds[-1]
+    assert "numpy" not in harness["real_packages"]  # typed with too, but not pinned: no guess to install
+    parse_policy(render(refined), "starter")
+    assert not any(MODULE in change for change in failing("SystemExit", TYRO_CHOKED, refined).rounds[-1])
+    # pydantic's message names the stub itself: that package, pinned or not, when the tree asks for it
+    pydantic = ("Unable to generate pydantic-core schema for <stub numpy.ndarray>. Set "
+                "`arbitrary_types_allowed=True` in the model_config")
+    named = failing("PydanticSchemaGenerationError", pydantic).policy["harness"]
+    assert "numpy" in named["real_packages"] and "numpy" in named["requirements"]
+    assert MODULE not in named["real_packages"]
+    # any other failure, at the same line, is the repository's or another rule's
+    other = failing("SystemExit", "2: Unrecognized options: --x")
+    assert MODULE not in other.policy["harness"]["real_packages"]
+
+
+def test_init_on_the_twin_whose_config_types_a_field_with_a_stubbed_package(
+        tmp_path: Path, prtriage_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """End to end in the real sandbox: the first round's base fails every suite at tyro's parser, built from
+    a type the harness stubbed; the refine round makes the pinned package real (pip installs it from a local
+    wheel, as CI from PyPI) and the next round accepts them all. Without it, doctor shows the failure."""
+    from test_environments import make_wheel
+
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    make_wheel(wheels, DISTRIBUTION, VERSION, PACKAGE_SOURCE)
+    monkeypatch.setenv("PIP_FIND_LINKS", str(wheels))
+    tree = build_stubbed_config_twin(tmp_path / "twin")
+    output = tmp_path / "starter.yml"
+    run = prtriage("init", "--tree", str(tree), "--output", str(output), "--format", "json",
+                   cache_dir=prtriage_cache)
+    assert run.returncode == 0, run.describe()
+    health = run.json()["health"]
+    assert health["suites"] == 2 and health["base"]["accepted_share"] == 1.0, health
+    changes = [change for r in run.json()["rounds"] for change in r]
+    assert any(c.startswith(f"harness.real_packages += {MODULE}") for c in changes), changes
+    # the same policy with the package left stubbed: every suite fails at tyro's parser
+    policy = yaml.safe_load(output.read_text())
+    harness = policy["harness"]
+    harness["real_packages"].remove(MODULE)
+    harness["requirements"].remove(f"{MODULE}=={VERSION}")
+    stubbed = tmp_path / "stubbed.yml"
+    stubbed.write_text(yaml.safe_dump(policy))
+    doctor = prtriage("doctor", "--tree", str(tree), "--policy", str(stubbed), "--format", "json",
+                      cache_dir=prtriage_cache)
+    base = doctor.json()["health"]
+    assert base["base"]["accepted"] == 0 and base["base"]["rejected"] == 2, base
+    [error] = base["errors"]
+    assert "Could not create CLI parser" in error["message"], error

@@ -34,6 +34,7 @@ from app.analysis.core.tree_reading import Module, read_modules, read_text
 from app.analysis.sources.registry import KINDS
 from app.analysis.starter.starter_ci_has import ci_has_declared
 from app.analysis.starter.starter_offline import offline_answer
+from app.analysis.starter.starter_real import real_config_types
 from app.analysis.starter.starter_shapes import detect_shape
 from app.analysis.starter.starter_torch import capture_failures, real_torch
 from app.analysis.starter.starter_tree import (
@@ -386,6 +387,7 @@ def refine(starter: Starter, suites: Iterable[Suite], health: Health, root: Path
         changes += _declared_packages(refined, root, failures)
         changes += ci_has_declared(refined, root, failures)
         changes += _config_stack_at(refined, root, failures)
+        changes += real_config_types(refined, root, failures)
         changes += real_torch(refined, root, failures)
     refined.rounds.append(changes)
     return refined

@@ -77,7 +77,7 @@ def _uses_torch_at(path: Path, line: int) -> bool:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return False
-    statements = list(_module_level(tree.body))
+    statements = list(module_level(tree.body))
     bound = {name for node in statements for name in _torch_names(node)}
     for node in statements if bound else []:
         if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign) and node.value is not None \
@@ -110,20 +110,20 @@ def _torch_names(node: ast.AST) -> Iterator[str]:
         yield from (alias.asname or alias.name for alias in node.names)
 
 
-def _module_level(body: list[ast.stmt]) -> Iterator[ast.AST]:
+def module_level(body: list[ast.stmt]) -> Iterator[ast.AST]:
     """The statements a module runs when imported: a function's body does not run, nor an `if
     TYPE_CHECKING:` block's."""
     for node in body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             continue
         if isinstance(node, ast.If) and _type_checking(node.test):
-            yield from _module_level(node.orelse)
+            yield from module_level(node.orelse)
             continue
         yield node
         for field in ("body", "orelse", "finalbody", "handlers"):
             inner = getattr(node, field, None)
             if isinstance(inner, list):
-                yield from _module_level(inner)
+                yield from module_level(inner)
 
 
 def _type_checking(test: ast.expr) -> bool:
