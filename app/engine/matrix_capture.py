@@ -37,7 +37,7 @@ HARNESS_DIR = package_file("app.sandbox", "harness")
 # What decides a capture besides the repository: a new harness must not reuse an old harness's matrix.
 CAPTURE_HARNESS_FILES = ("capture.py", "common.py", "definitions.py", "fsfakes.py", "stubs.py",
                          "intercept.py", "intercept_shell.py", "intercept_net.py", "vclock.py", "vpaths.py",
-                         "globs.py", "recbash.sh", "pytestrun.py")
+                         "globs.py", "recbash.sh", "pytestrun.py", "produce.py")
 SKIPPED_DIRS = frozenset({".git", "__pycache__"})
 MAX_CACHE_ENTRIES = 64  # per policy; the least recently used go first
 
@@ -69,6 +69,21 @@ def capture_matrix(tree: Path, policy: Policy, *, cache_dir: Path | None, allow_
             return cached, True
     reports: dict[int, list[ScriptReport]] = {}
     complete, repo_mount = True, ""
+    for index, source in enumerate(policy.matrix.sources):
+        kind = kind_of(source)
+        if kind.produce is None or kind.list_produced is None:
+            continue
+        # Rows another CI job computes: that job runs first, its outputs list the items. The cache key
+        # needs no outputs: they follow from the tree, the policy, the harness and the environment.
+        where = f"matrix.sources[{index}]"
+        producers = list(kind.produce(source, host_tree, where))
+        produced: list[ScriptReport] = []
+        if producers:
+            run, produced = _run_capture(tree, policy, index, producers, allow_unsandboxed, on_progress,
+                                         environment)
+            complete = complete and _ran_to_completion(run, produced, [item["id"] for item in producers])
+        listings[index] = kind.list_produced(source, host_tree, where, produced)
+        scripts[index] = list(listings[index].items)
     for index, items in scripts.items():
         if items:
             run, found = _run_capture(tree, policy, index, items, allow_unsandboxed, on_progress,
