@@ -8,7 +8,8 @@ another `jq`, and writes the list to $GITHUB_OUTPUT. Each row runs `bash tests/f
 }}.sh` in the shared composite action. Reading the workflow alone gave the rows only as the step's glob
 (`matrix_scripts`), which takes the GB200 script the h100 job never runs. Here the producing step runs in the
 real bubblewrap sandbox and the rows are its output; when it cannot give them (it asks `gh api` for them,
-which does nothing here), the glob's scripts are the rows and the health says why.
+which does nothing here), the glob's scripts are the rows and the health says why. Its unit job reads the
+same pre-flight job: two sources, one run of it.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ WORKFLOW = """
         runs-on: ubuntu-latest
         outputs:
           test_level: ${{ steps.evaluate.outputs.test_level }}
+          unit_test_scripts: ${{ steps.evaluate.outputs.unit_test_scripts }}
           h100_functional_test_scripts: ${{ steps.evaluate.outputs.h100_functional_test_scripts }}
           gb200_functional_test_scripts: ${{ steps.evaluate.outputs.gb200_functional_test_scripts }}
         steps:
@@ -70,9 +72,22 @@ WORKFLOW = """
               gb200_functional_test_scripts=$(jq -c '.functional' <<< "$test_plan")
               {
                 echo "test_level=$TEST_LEVEL"
+                echo "unit_test_scripts=$(jq -c '.unit' <<< "$test_plan")"
                 echo "h100_functional_test_scripts=$h100_functional_test_scripts"
                 echo "gb200_functional_test_scripts=$gb200_functional_test_scripts"
               } | tee -a "$GITHUB_OUTPUT"
+      cicd-unit-tests:
+        strategy:
+          matrix:
+            script: ${{ fromJSON(needs.pre-flight.outputs.unit_test_scripts) }}
+        needs: [pre-flight]
+        runs-on: h100
+        steps:
+          - name: main
+            uses: ./.github/actions/test-template
+            with:
+              script: ${{ matrix.script }}
+              is_unit_test: "true"
       cicd-functional-tests:
         strategy:
           fail-fast: false
@@ -91,7 +106,12 @@ PLAN_TESTS = """
     #!/usr/bin/env bash
     set -euo pipefail
     script_pattern=$(printf '%s' "$1" | tr '[:upper:]' '[:lower:]')
+    unit_scripts='[]'
     functional_scripts='[]'
+    while IFS= read -r script_path; do
+        script=$(basename "$script_path" .sh)
+        unit_scripts=$(jq -cn --argjson scripts "$unit_scripts" --arg script "$script" '$scripts + [$script]')
+    done < <(find tests/unit -maxdepth 1 -type f -name 'L0_Unit*.sh' | sort)
     while IFS= read -r script_path; do
         script=$(basename "$script_path" .sh)
         script_lower=$(printf '%s' "$script" | tr '[:upper:]' '[:lower:]')
@@ -101,7 +121,8 @@ PLAN_TESTS = """
         functional_scripts=$(jq -cn --argjson scripts "$functional_scripts" --arg script "$script" \\
             '$scripts + [$script]')
     done < <(find tests/functional -maxdepth 1 -type f -name 'L1_Functional*.sh' | sort)
-    jq -cn --argjson functional "$functional_scripts" '{functional: $functional}'
+    jq -cn --argjson unit "$unit_scripts" --argjson functional "$functional_scripts" \
+        '{unit: $unit, functional: $functional}'
 """
 ACTION = """
     name: "Test Template"
@@ -128,6 +149,7 @@ FILES = {
     "tests/functional/grpo.sh": "python examples/run_grpo.py grpo.max_num_steps=2\n",
     "tests/functional/sft.sh": "python examples/run_sft.py sft.max_num_steps=3\n",
     "tests/functional/grpo_mxfp8.sh": "python examples/run_grpo.py policy.precision=mxfp8\n",
+    "tests/unit/L0_Unit_Tests_Data.sh": "python examples/run_sft.py data.shuffle=false\n",
     "examples/run_grpo.py": "raise SystemExit('capture never runs a launched script')\n",
     "examples/run_sft.py": "raise SystemExit('capture never runs a launched script')\n",
 }
@@ -163,6 +185,24 @@ def test_nemo_rl_rows_are_what_the_pre_flight_step_writes_to_github_output(tmp_p
     assert len(matrix.suites) == 2 and matrix.failed == ()
 
 
+def test_two_sources_reading_one_producing_job_share_its_one_run(tmp_path: Path) -> None:
+    working_sandbox()
+    tool("jq")
+    repo = write_tree(tmp_path / "repo", FILES)
+    functional = policy().matrix.sources[0].model_dump(mode="json")
+    unit = {**functional, "jobs": ["cicd-unit-tests"], "scripts": ["tests/unit/L0_Unit_Tests_*.sh"]}
+    both = Policy.model_validate({**policy().model_dump(mode="json", by_alias=True),
+                                  "matrix": {"sources": [unit, functional]}})
+    progress: list[str] = []
+    matrix, _ = capture_matrix(repo, both, cache_dir=None, on_progress=lambda done, total, what: (
+        progress.append(what) if done else None))
+    assert [suite.id for suite in matrix.suites] == [
+        "tests/unit/L0_Unit_Tests_Data.sh", f"{FUNCTIONAL}GRPO.sh", f"{FUNCTIONAL}SFT.sh"]
+    assert matrix.failed == ()
+    assert [what for what in progress if what.endswith(":pre-flight")] == [
+        "0:.github/workflows/cicd-main.yml:pre-flight"]  # one run of the job both sources read
+
+
 def test_a_producing_step_that_needs_the_network_leaves_the_globs_rows_and_says_so(tmp_path: Path) -> None:
     working_sandbox()
     asks_github = WORKFLOW.replace(
@@ -181,9 +221,11 @@ def test_a_producing_step_that_needs_the_network_leaves_the_globs_rows_and_says_
 def test_init_writes_the_computed_matrix_for_this_shape(tmp_path: Path) -> None:
     repo = write_tree(tmp_path / "repo", FILES)
     starter = detect(repo)
-    [source] = starter.policy["matrix"]["sources"]
+    unit, source = starter.policy["matrix"]["sources"]
+    assert (unit["kind"], unit["jobs"], unit["scripts"]) == (
+        "computed_matrix", ["cicd-unit-tests"], ["tests/unit/L0_Unit_Tests_Data.sh"])
     assert (source["kind"], source["workflow"], source["jobs"]) == (
         "computed_matrix", ".github/workflows/cicd-main.yml", ["cicd-functional-tests"])
     assert source["scripts"] == [f"{FUNCTIONAL}*.sh"] and source["command"] == ["bash", "{script}"]
     assert "pre-flight's output h100_functional_test_scripts (its step evaluate)" in (
-        starter.why["matrix.sources[0]"])
+        starter.why["matrix.sources[1]"])
