@@ -105,7 +105,7 @@ def plan(source: ComputedMatrix, tree: SourceTree, name: str) -> Plan:
         raise _NoPlan(f"no step of {name} runs `<dir>/${{{{ matrix.x }}}}.sh`", reference.job)
     names = github_names(source.github)
     producer = jobs[reference.job]
-    env = {**RUNNER_ENV, **{f"GITHUB_{k.upper()}": v for k, v in source.github.items()},
+    env = {**RUNNER_ENV, **{f"GITHUB_{name.removeprefix('github.').upper()}": v for name, v in names.items()},
            **_rendered_env({**workflow_env, **_mapping(producer.get("env"))}, names)}
     steps = producing_steps(job_steps(producer.get("steps"), read, [], f"{source.workflow}:{reference.job}"),
                             found.step, names)
