@@ -35,8 +35,21 @@ def test_expressions_follow_github_rules_and_never_guess() -> None:
     assert expressions.evaluate("!(matrix.n == '2') || 'fallback'", names) == "fallback"  # as numbers
     assert expressions.evaluate("matrix.n != 2 && 'x'", names) is False
     assert expressions.evaluate("'it''s'", {}) == "it's"
-    for unknown in ("github.run_id", "contains(inputs.a, 'x')", "inputs.a ==", "'a' 'b'", "labels.*.name"):
+    for unknown in ("github.run_id", "hashFiles('x')", "always()", "startsWith('a')", "inputs.a ==",
+                    "'a' 'b'", "labels.*.name"):
         assert expressions.evaluate(unknown, names) is expressions.UNKNOWN, unknown
+
+
+def test_expressions_call_the_pure_functions_and_read_an_empty_context_as_null() -> None:
+    names = {"github.ref": "refs/heads/main", "inputs.a": "True"}
+    assert expressions.evaluate("startsWith(github.ref, 'REFS/heads/')", names) is True
+    assert expressions.evaluate("endsWith(github.ref, 'main') && contains('L1 L2', 'l2')", names) is True
+    assert expressions.evaluate("contains(fromJSON('[\"a\", 2]'), 2)", names) is True
+    assert expressions.evaluate("contains(inputs.a, 'x')", names) is False
+    # A push has no inputs and the producing job's earlier `uses:` steps set no outputs: null, as on GitHub.
+    assert expressions.evaluate("inputs.level || 'all'", names, ("inputs", "steps")) == "all"
+    assert expressions.evaluate("steps.x.outputs.y == 'true'", names, ("inputs", "steps")) is False
+    assert expressions.evaluate("steps.x.outputs.y", names) is expressions.UNKNOWN
 
 
 def test_an_action_step_stands_for_the_action_steps_with_its_inputs() -> None:

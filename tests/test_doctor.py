@@ -20,6 +20,14 @@ def test_a_missing_absolute_file_asks_for_a_fixture_with_its_path_as_pattern() -
     assert "'/root/models/*/generation_config.json'" in hint.advice
 
 
+def test_a_matrix_its_producing_job_did_not_compute_names_the_github_context_and_the_globs() -> None:
+    hint = hint_for(None, "matrix from pre-flight not computed: step evaluate wrote no "
+                          "h100_functional_test_scripts to $GITHUB_OUTPUT; its rows are the 3 scripts the "
+                          "source's globs match (tests/functional/L1_*.sh)")
+    assert hint is not None and hint.keys == ("matrix.sources[].github", "matrix.sources[].scripts")
+    assert hint_for(None, "a row of the computed matrix names it: no such file") is None
+
+
 def test_a_present_but_unreadable_file_names_fixtures_and_existing_prefixes() -> None:
     hint = hint_for("IsADirectoryError", "[Errno 21] Is a directory: '/root/models/Qwen3-4B/config.json'")
     assert hint is not None and hint.keys == ("harness.fixtures", "harness.existing_path_prefixes")

@@ -8,6 +8,7 @@ same on the real miles).
 
 from __future__ import annotations
 
+import json
 import sys
 import textwrap
 from pathlib import Path
@@ -893,7 +894,8 @@ MATRIX_FROM_JOB = {
                 docker run --rm image:${{ github.run_id }} bash -c 'bash
                 tests/${{ inputs.is_unit_test == 'true' && 'unit' || 'functional' }}/${{ inputs.script }}.sh'
         """,
-    ".github/plan.sh": "find tests/functional -name 'L1_*.sh' | jq -R . | jq -sc .\n",
+    ".github/plan.sh": "for f in tests/functional/L1_*.sh; do basename \"$f\" .sh; done "
+                       "| jq -R . | jq -sc .\n",
     "tests/functional/L1_Functional_A.sh": "bash ./tests/functional/grpo.sh\n",
     "tests/functional/L1_Functional_B.sh": "bash ./tests/functional/sft.sh\n"
                                            "bash ./tests/functional/grpo_tp.sh\n",
@@ -949,9 +951,11 @@ def test_scripts_a_matrix_from_another_job_runs_through_a_composite_action_shape
     starter = detect(write(tmp_path, MATRIX_FROM_JOB))
     assert starter.policy["validation"] == {"mode": "boundary"}
     [source] = starter.policy["matrix"]["sources"]
+    assert (source["kind"], source["jobs"]) == ("computed_matrix", ["functional"])  # the plan step runs
+    # what the rows are when it cannot: the glob's scripts that no other one there runs
     assert source["scripts"] == ["tests/functional/L1_Functional_*.sh"]  # not the tests the L1 scripts run
     assert source["command"] == ["bash", "{script}"]
-    assert "of the 2 scripts there that no other one of them runs" in starter.why["matrix.sources[0]"]
+    assert "each row of plan's output scripts (its step plan)" in starter.why["matrix.sources[0]"]
     assert "pydantic" in starter.policy["harness"]["real_packages"]  # what the launchable scripts import
     assert "python" not in starter.policy["harness"]  # requires-python asks for no newer Python
     newer = f'requires-python = ">={sys.version_info[0]}.{sys.version_info[1] + 1}.2,<4"\n'
@@ -978,6 +982,7 @@ def test_init_alone_on_the_matrix_from_another_job_shape(tmp_path: Path, prtriag
     assert health["base"]["accepted"] == 2 and health["base"]["rejected"] == 1, health
     [error] = health["errors"]
     assert "num_gpus must divide by tp" in str(error), error
+    assert "not computed" not in json.dumps(health)  # the rows are the plan step's, not the glob's
     assert output.is_file()
 
 

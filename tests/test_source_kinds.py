@@ -78,6 +78,7 @@ def test_every_builtin_kind_parses_without_the_registry() -> None:
             {"kind": "python_definitions", "functions": ["t.d:f"], "name": "n"},
             {"kind": "yaml_args", "map": "MODEL_ARGS"},
             {"kind": "pytest_launches", "invocations": [["-m", "e2e"]], "entry": "train"},
+            {"kind": "computed_matrix", "workflow": "w.yml", "jobs": ["j"], "entry": "train"},
         ]
         import json
         policy = parse_policy(json.dumps({"matrix": {"sources": sources}}), "all.yml")
@@ -89,7 +90,7 @@ def test_every_builtin_kind_parses_without_the_registry() -> None:
                          cwd=Path(__file__).resolve().parent.parent)
     kinds, loaded = run.stdout.splitlines()
     assert kinds == ("record_launches workflow_rows workflow_steps static python_definitions yaml_args "
-                     "pytest_launches")
+                     "pytest_launches computed_matrix")
     assert set(kinds.split()) == set(registry.KINDS)
     assert loaded == "[]"
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import dataclasses
 import functools
 import hashlib
 import json
@@ -74,6 +75,15 @@ def capture_matrix(tree: Path, policy: Policy, *, cache_dir: Path | None, allow_
             return cached, True
     reports: dict[int, list[ScriptReport]] = {}
     complete, repo_mount = True, ""
+    # Rows another CI job computes: that job runs first, its outputs list the items. The cache key needs no
+    # outputs: they follow from the tree, the policy, the harness and the environment.
+    produced, complete = _run_producers(tree, policy, host_tree, allow_unsandboxed, on_progress, environment)
+    for index, found in produced.items():
+        source = policy.matrix.sources[index]
+        list_produced = kind_of(source).list_produced
+        if list_produced is not None:  # a kind that produces lists from what it produced
+            listings[index] = list_produced(source, host_tree, f"matrix.sources[{index}]", found)
+            scripts[index] = list(listings[index].items)
     for index, items in scripts.items():
         if items:
             run, found = _run_capture(tree, policy, index, items, allow_unsandboxed, on_progress,
@@ -175,6 +185,33 @@ def _run_capture(tree: Path, policy: Policy, index: int, items: list[CaptureItem
     run = run_harness(spec, on_message=progress_relay(on_progress))
     return run, collect_reports([item["id"] for item in items], run.messages,
                                 stopped_reason(run, step="capture", unit="script"))
+
+
+def _run_producers(tree: Path, policy: Policy, host_tree: HostTree, allow_unsandboxed: bool,
+                   on_progress: OnProgress | None,
+                   interpreter: Interpreter) -> tuple[dict[int, list[ScriptReport]], bool]:
+    """The reports of the jobs whose outputs other jobs' matrices read, by the index of each source that
+    reads them (`SourceKind.produce`), and whether their run completed: all of them in one sandbox run,
+    each distinct job once (NeMo RL's unit and functional sources read one pre-flight job)."""
+    wanted: dict[int, list[str]] = {}
+    distinct: dict[str, CaptureItem] = {}  # by content: the run's item, its id numbered
+    for index, source in enumerate(policy.matrix.sources):
+        kind = kind_of(source)
+        if kind.produce is None or kind.list_produced is None:
+            continue
+        wanted[index] = []
+        for item in kind.produce(source, host_tree, f"matrix.sources[{index}]"):
+            key = json.dumps(item, sort_keys=True)
+            distinct.setdefault(key, {**item, "id": f"{len(distinct)}:{item['id']}"})
+            wanted[index].append(key)
+    if not distinct:
+        return {index: [] for index in wanted}, True
+    items = list(distinct.values())
+    run, found = _run_capture(tree, policy, min(wanted), items, allow_unsandboxed, on_progress, interpreter)
+    by_id = {report.script: report for report in found}
+    reports = {index: [dataclasses.replace(by_id[distinct[key]["id"]], script=json.loads(key)["id"])
+                       for key in keys] for index, keys in wanted.items()}
+    return reports, _ran_to_completion(run, found, [item["id"] for item in items])
 
 
 def collect_reports(scripts: list[str], messages: list[dict[str, Any]], reason: str) -> list[ScriptReport]:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from app.analysis.sources.computed_matrix_keys import ComputedMatrix
 from app.analysis.sources.pytest_launches_keys import PytestLaunches
 from app.analysis.sources.python_definitions_keys import PythonDefinitions
 from app.analysis.sources.record_launches_keys import RecordLaunches
@@ -12,4 +13,4 @@ from app.analysis.sources.workflow_steps_keys import WorkflowSteps
 from app.analysis.sources.yaml_args_keys import YamlArgs
 
 BUILTIN_KEYS = (RecordLaunches, WorkflowRows, StaticSuites, PythonDefinitions, WorkflowSteps, YamlArgs,
-                PytestLaunches)
+                PytestLaunches, ComputedMatrix)

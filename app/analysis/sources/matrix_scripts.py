@@ -6,7 +6,9 @@ job's output (`fromJSON(needs.pre-flight.outputs...)`), which reading the workfl
 own text still says where the scripts are: the glob its expression stands for. Of the scripts it matches,
 those another script of their directory runs are that script's parts (NeMo RL's L1 scripts each run several
 `tests/functional/<test>.sh`), not matrix rows: the rest, the scripts nothing else there runs, are what the
-matrix lists. They become a `record_launches` source run by bash. Reads files, runs nothing.
+matrix lists. They become a `record_launches` source run by bash. A job whose matrix a step of another job
+computes is `computed_matrix`'s (it runs that step), which takes this reading of its glob for when the step
+gives no matrix here. Reads files, runs nothing.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 from app.analysis.core.policy import path_matches
 from app.analysis.core.tree_reading import read_text
 from app.analysis.sources.composite_actions import job_steps
+from app.analysis.sources.needs_outputs import OutputStep, matrix_reference, output_step
 from app.analysis.sources.workflow_rows import WorkflowError, workflow_jobs
 
 _TEMPLATED = re.compile(r"(?<![\w./-])(?:\./)?([\w./-]*)\$\{\{\s*matrix\.[\w-]+\s*\}\}([\w.-]*\.sh)"
@@ -32,10 +35,10 @@ def detect(root: Path, recording: dict[str, Any]) -> Iterator[tuple[dict[str, An
     """One `record_launches` source per glob that workflow steps start through a matrix value (the source's
     keys, and why)."""
     for glob, where in sorted(_templated_globs(root).items()):
-        matched, roots = _outermost(root, glob)
+        matched, roots = outermost(root, glob)
         if not roots:
             continue
-        scripts = _as_globs(glob, matched, roots)
+        scripts = as_globs(glob, matched, roots)
         source = {"kind": "record_launches", "scripts": scripts, "command": ["bash", "{script}"],
                   **copy.deepcopy(recording)}
         yield source, (f"{where} runs `{glob}` for each matrix row; of the {len(roots)} scripts there that "
@@ -58,8 +61,10 @@ def _templated_globs(root: Path) -> dict[str, str]:
         except WorkflowError:
             continue
         for name, job in jobs.items():
-            if not isinstance(job, dict):
-                continue
+            reference = matrix_reference(job)
+            if not isinstance(job, dict) or (reference is not None
+                                             and isinstance(output_step(jobs, reference), OutputStep)):
+                continue  # a computed matrix: computed_matrix's
             for job_step in job_steps(job.get("steps"), read, [], f"{path}:{name}"):
                 run = job_step.step.get("run")
                 for match in _TEMPLATED.finditer(run if isinstance(run, str) else ""):
@@ -67,7 +72,7 @@ def _templated_globs(root: Path) -> dict[str, str]:
     return found
 
 
-def _outermost(root: Path, glob: str) -> tuple[list[str], list[str]]:
+def outermost(root: Path, glob: str) -> tuple[list[str], list[str]]:
     """The scripts GLOB matches, and those of them no other one names (by path or by file name)."""
     directory = os.path.dirname(glob)
     scripts = sorted(p.relative_to(root).as_posix() for p in (root / directory).glob("*.sh")
@@ -77,7 +82,7 @@ def _outermost(root: Path, glob: str) -> tuple[list[str], list[str]]:
         os.path.basename(script) in text for other, text in texts.items() if other != script)]
 
 
-def _as_globs(glob: str, matched: list[str], roots: list[str]) -> list[str]:
+def as_globs(glob: str, matched: list[str], roots: list[str]) -> list[str]:
     """ROOTS as one glob when their names share a prefix that takes no other script (so that a script added
     later is found too), else as they are."""
     directory = os.path.dirname(glob)

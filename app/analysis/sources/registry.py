@@ -7,6 +7,7 @@ from typing import Any, Protocol
 
 from app.analysis.core.policy import SOURCE_KEYS, add_source_keys, remove_source_keys
 from app.analysis.sources import (
+    computed_matrix,
     pytest_launches,
     python_definitions,
     recipes,
@@ -21,6 +22,7 @@ from app.analysis.sources.source_kind import SourceKind
 KINDS: dict[str, SourceKind[Any]] = {kind.name: kind for kind in (
     workflow_rows.KIND,
     record_launches.KIND,
+    computed_matrix.KIND,
     python_definitions.KIND,
     workflow_steps.KIND,
     pytest_launches.KIND,

@@ -9,7 +9,7 @@ adds to the matrix cache key. `registry.py` maps kind names to them.
 from __future__ import annotations
 
 import typing
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
@@ -21,6 +21,8 @@ from app.analysis.core.model import CaptureFailure, Suite
 # Documented bounds of the sandbox's word, checked again on the host (see ScriptReport.from_message).
 MAX_DEFINED_SUITES = 1024
 MAX_DEFINED_CHARS = 4096
+MAX_OUTPUTS = 256  # of a producing job's report (`outputs`), as the harness bounds them
+MAX_OUTPUT_CHARS = 256 * 1024
 # One thing the capture harness runs: `id` names its report; `script`, `args`, `env` (and a step's `shell`).
 CaptureItem = dict[str, Any]
 Keys = TypeVar("Keys", bound=BaseModel)
@@ -80,17 +82,22 @@ class ScriptReport:
     # python_definitions: the definitions' runs ({"name", "argv"}) and the names of disabled definitions
     suites: tuple[Mapping[str, Any], ...] = ()
     disabled: tuple[str, ...] = ()
+    # a producing job: what its last step wrote to $GITHUB_OUTPUT
+    outputs: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_message(cls, message: Mapping[str, Any]) -> ScriptReport:
         suites = message.get("suites") or []
         disabled = message.get("disabled") or []
-        if not isinstance(suites, list) or not isinstance(disabled, list):
-            raise TypeError("suites and disabled must be lists")
+        outputs = message.get("outputs") or {}
+        if not isinstance(suites, list) or not isinstance(disabled, list) or not isinstance(outputs, dict):
+            raise TypeError("suites and disabled must be lists, outputs a mapping")
         return cls(script=str(message["script"]), status=str(message["status"]),
                    launches=tuple(message.get("launches") or ()), reason=message.get("reason"),
                    ended=message.get("ended") is True, suites=tuple(suites[:MAX_DEFINED_SUITES]),
-                   disabled=tuple(str(name)[:MAX_DEFINED_CHARS] for name in disabled[:MAX_DEFINED_SUITES]))
+                   disabled=tuple(str(name)[:MAX_DEFINED_CHARS] for name in disabled[:MAX_DEFINED_SUITES]),
+                   outputs={str(k)[:MAX_DEFINED_CHARS]: str(v)[:MAX_OUTPUT_CHARS]
+                            for k, v in list(outputs.items())[:MAX_OUTPUTS]})
 
 
 @dataclass(frozen=True)
@@ -124,6 +131,9 @@ class SourceKind(Generic[Keys]):
     the distributions the capture harness itself needs for the kind in the analysis environment, given the
     tree's root (`pytest` and the tree's pytest plugins), which `init` puts into the requirements, pinned,
     when it writes the kind.
+    `produce`: for a kind whose items another CI job computes (a matrix `fromJSON(needs.<job>.outputs.<x>)`),
+    the producing jobs to run in the sandbox first (their steps, `CaptureItem["steps"]`); `list_produced` then
+    lists the items from their reports (`ScriptReport.outputs`), as `list_items` does from the tree alone.
     `cache_key`: what the kind adds to the key of a cached matrix, given the source and its listing; the
     tree's content, the policy's matrix and harness keys (`Policy.capture_digest`, the kind's own keys with
     them), the capture harness and the analysis environment are always in it; the default adds the ids of
@@ -136,6 +146,8 @@ class SourceKind(Generic[Keys]):
     detect: Callable[[Path, dict[str, Any]], Iterator[tuple[dict[str, Any], str]]] | None = None
     needs: Callable[[Path], list[str]] | None = None
     cache_key: Callable[[Keys, Listing], tuple[str, ...]] = listed_ids
+    produce: Callable[[Keys, SourceTree, str], tuple[CaptureItem, ...]] | None = None
+    list_produced: Callable[[Keys, SourceTree, str, Sequence[ScriptReport]], Listing] | None = None
 
     @property
     def name(self) -> str:

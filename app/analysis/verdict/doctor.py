@@ -33,12 +33,22 @@ class Hint:
 def hint_for(exception: str | None, message: str | None) -> Hint | None:
     """The policy keys that may help with an error; None when no heuristic knows it."""
     text = f"{exception or ''}: {message or ''}"
-    for rule in (_missing_file, _unreadable_file, _empty_file, _missing_module, _upstream_attribute,
-                 _unknown_flags):
+    for rule in (_matrix_not_computed, _missing_file, _unreadable_file, _empty_file, _missing_module,
+                 _upstream_attribute, _unknown_flags):
         hint = rule(text)
         if hint is not None:
             return hint
     return None
+
+
+def _matrix_not_computed(text: str) -> Hint | None:
+    """A `computed_matrix` job whose producing steps gave no rows here: its `scripts` globs' scripts ran."""
+    if not re.search(r"\bmatrix from \S+ not computed: ", text):
+        return None
+    return Hint(("matrix.sources[].github", "matrix.sources[].scripts"),
+                "the producing job's step needs what the sandbox lacks (the network, a token, a tool) or "
+                "another event: give it the `github` context under which it lists CI's rows, or make "
+                "`scripts` name the scripts CI's rows run")
 
 
 def _missing_file(text: str) -> Hint | None:

@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # inside the sandbox the harness directory is on sys.path, si
         intercept,
         intercept_net,
         intercept_shell,
+        produce,
         pytestrun,
         stubs,
         vclock,
@@ -41,13 +42,14 @@ else:
     import intercept
     import intercept_net
     import intercept_shell
+    import produce
     import pytestrun
     import stubs
     import vclock
 
 HARNESS_DIR = os.path.dirname(os.path.abspath(__file__))
 HARNESS_MODULES = ("common", "definitions", "fsfakes", "globs", "vpaths", "intercept", "intercept_net",
-                   "intercept_shell", "pytestrun", "stubs", "vclock")
+                   "intercept_shell", "produce", "pytestrun", "stubs", "vclock")
 SOFT_LIMIT_SHARE = 0.8  # of suite_seconds: the child stops itself first and still reports what it saw
 MAX_SHELL_SECONDS = 20.0
 
@@ -104,6 +106,8 @@ class Capture:
         settings = intercept_shell.ShellSettings(self.tools, records, self.launchers,
                                                  min(MAX_SHELL_SECONDS, self.seconds / 2))
         fsfakes.fresh_overlay()  # what another script wrote under /root/ is not this script's CI host
+        if "steps" in item:  # a job whose outputs another job's matrix reads
+            return self.produce(item)
         intercept.install(settings)
         intercept_net.install()
         vclock.install()
@@ -116,6 +120,13 @@ class Capture:
         shell = item.get("shell") or shell_script(self.source.get("command") or [], item)
         outcome = self.run_script(item, registration) if shell is None else self.run_step(shell, settings)
         return self.message(item["id"], records, outcome, registration, settings.problems)
+
+    def produce(self, item: dict[str, Any]) -> dict[str, Any]:
+        """A producing job's message: the outputs its last step wrote (`outputs`), or why none."""
+        outputs, reason = produce.run_steps(item, self.repo, min(MAX_SHELL_SECONDS, self.seconds / 2))
+        return {"type": "script", "script": item["id"], "status": "failed" if reason else "captured",
+                "launches": [], "outputs": outputs, "reason": reason, "registration": None, "repo": self.repo,
+                "ended": reason is None}
 
     def run_script(self, item: dict[str, Any], registration: dict[str, Any]) -> tuple[str, str | None]:
         """("ended", None) | ("disabled", why) | ("failed", reason), with the script run as `__main__`."""
@@ -259,11 +270,15 @@ def capture_item(item: Any) -> dict[str, Any]:
     """A job's script as {id, script, args, env}: a path alone is a script run without extra words."""
     if isinstance(item, str):
         return {"id": item, "script": item, "args": [], "env": {}}
-    found = {"id": str(item["id"]), "script": str(item["script"]),
-             "args": [str(word) for word in item.get("args") or ()],
-             "env": {str(k): str(v) for k, v in (item.get("env") or {}).items()}}
+    found: dict[str, Any] = {"id": str(item["id"]), "script": str(item["script"]),
+                             "args": [str(word) for word in item.get("args") or ()],
+                             "env": {str(k): str(v) for k, v in (item.get("env") or {}).items()}}
     if isinstance(item.get("shell"), str):  # a workflow step: its text runs in the recording bash
         found["shell"] = item["shell"]
+    if isinstance(item.get("steps"), list):  # a producing job's steps: {name, run, env} each
+        found["steps"] = [{"name": str(step.get("name")), "run": str(step.get("run")),
+                           "env": {str(k): str(v) for k, v in (step.get("env") or {}).items()}}
+                          for step in item["steps"] if isinstance(step, dict)]
     return found
 
 

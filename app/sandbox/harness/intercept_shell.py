@@ -46,6 +46,7 @@ class ShellSettings:
         # What went wrong in shell strings (stopped at the time limit, failed with an error): a launch
         # may be missing because of it, so the script's report must say so.
         self.problems: list[str] = []
+        self.status = 0  # the exit status of the last shell string
 
 
 def prepare_tools(launchers: list[str], search_path: str | None = None) -> str:
@@ -92,6 +93,7 @@ def run_shell(settings: ShellSettings, command: str, env: Mapping[Any, Any] | No
                 settings.problems.append(f"a shell command ran over {settings.seconds:g}s and was stopped")
         finally:
             _kill_session(shell)
+        settings.status = shell.returncode
         if shell.returncode != -signal.SIGKILL:
             _note_errors(settings, shell.returncode, errors)
         _note_nested_failures(settings)

@@ -1,0 +1,325 @@
+"""The computed_matrix kind: the rows of a job whose matrix another job computes, from that job's own steps.
+
+NVIDIA-NeMo/RL's functional jobs take their matrix from `fromJSON(needs.pre-flight.outputs.
+h100_functional_test_scripts)`: the pre-flight job's `evaluate` step runs `bash .github/scripts/plan-tests.sh`
+(a `find` over `tests/functional/L1_Functional*.sh`, joined by `jq`) and writes the list to $GITHUB_OUTPUT.
+Each row runs `bash tests/functional/${{ matrix.script }}.sh` in the shared composite action. Here the
+producing job's `run:` steps, up to the one behind the output, run first in the sandbox (`produce`: the
+harness's `produce.py`, with the `github` context of the source's keys, no network, no secrets), the rows are
+the output's JSON, and each row's script is an item run as CI runs it (`command`, `bash {script}`), its
+launches recorded. When the producing steps give no matrix here, the rows are the scripts the source's
+`scripts` globs match, and the health says so ("matrix from <job> not computed: <reason>").
+
+Pure: files come through the tree, the producing job's outputs through its capture report.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import posixpath
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from app.analysis.core.model import CaptureFailure
+from app.analysis.core.policy import path_matches
+from app.analysis.core.tree_reading import read_text
+from app.analysis.sources import expressions, matrix_scripts
+from app.analysis.sources.composite_actions import JobStep, job_steps
+from app.analysis.sources.computed_matrix_keys import ComputedMatrix
+from app.analysis.sources.needs_outputs import MatrixReference, OutputStep, matrix_reference, output_step
+from app.analysis.sources.recorded import from_launches
+from app.analysis.sources.source_kind import CaptureItem, Listing, ScriptReport, SourceKind, SourceTree
+from app.analysis.sources.workflow_rows import (
+    WorkflowError,
+    _mapping,
+    _text,
+    expand_matrix,
+    read_workflow,
+    workflow_jobs,
+)
+
+# Contexts a producing job of a push reads as null here: no dispatch inputs, no repository variables or
+# secrets, no outputs of the steps and jobs not run (`uses:` steps, other jobs).
+EMPTY_CONTEXTS = ("inputs", "vars", "secrets", "steps", "needs")
+RUNNER_ENV = {"CI": "true", "GITHUB_ACTIONS": "true", "RUNNER_OS": "Linux"}
+_TEMPLATED = re.compile(r"(?<![\w./-])(?:\./)?([\w./-]*)\$\{\{\s*matrix\.([\w-]+)\s*\}\}([\w.-]*\.sh)"
+                        r"(?![\w.-])")
+_EXPRESSION = re.compile(r"\$\{\{(.*?)\}\}", re.S)
+_BASH = re.compile(r"^(bash|sh)\b")
+
+
+@dataclass(frozen=True)
+class Template:
+    """A consuming step's script path through a matrix value: `<prefix>${{ matrix.<axis> }}<suffix>`."""
+
+    prefix: str
+    axis: str
+    suffix: str
+
+    def path(self, value: Any) -> str:
+        return posixpath.normpath(f"{self.prefix}{_text(value)}{self.suffix}")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the source runs and reads: the producing job (one capture item), the output behind the matrix,
+    the consuming job's matrix and the script paths its steps build from a row."""
+
+    reference: MatrixReference
+    step: OutputStep
+    item: CaptureItem
+    matrix: Any
+    templates: tuple[Template, ...]
+
+
+class _NoPlan(Exception):
+    """Why the producing job is not run: the message says it; `job` names the producer when known."""
+
+    def __init__(self, reason: str, job: str | None = None) -> None:
+        super().__init__(reason)
+        self.job = job
+
+
+def plan(source: ComputedMatrix, tree: SourceTree, name: str) -> Plan:
+    """The plan of the source's job NAME over the tree. Raises _NoPlan."""
+    def read(path: str) -> str:
+        return read_workflow(tree, path)
+
+    try:
+        jobs, workflow_env = workflow_jobs(read(source.workflow), source.workflow)
+    except (OSError, WorkflowError) as exc:
+        raise _NoPlan(f"{source.workflow} not read: {exc}") from None
+    job = jobs.get(name)
+    reference = matrix_reference(job)
+    if reference is None or not isinstance(job, dict):
+        raise _NoPlan(f"{source.workflow}:{name} has no matrix another job computes")
+    found = output_step(jobs, reference)
+    if isinstance(found, str):
+        raise _NoPlan(found, reference.job)
+    templates = consuming_templates(job, read, f"{source.workflow}:{name}")
+    if not templates:
+        raise _NoPlan(f"no step of {name} runs `<dir>/${{{{ matrix.x }}}}.sh`", reference.job)
+    names = github_names(source.github)
+    producer = jobs[reference.job]
+    env = {**RUNNER_ENV, **{f"GITHUB_{name.removeprefix('github.').upper()}": v for name, v in names.items()},
+           **_rendered_env({**workflow_env, **_mapping(producer.get("env"))}, names)}
+    steps = producing_steps(job_steps(producer.get("steps"), read, [], f"{source.workflow}:{reference.job}"),
+                            found.step, names)
+    if isinstance(steps, str):
+        raise _NoPlan(steps, reference.job)
+    item = {"id": f"{source.workflow}:{reference.job}", "script": f"{source.workflow}:{reference.job}",
+            "args": [], "env": env, "steps": steps}
+    return Plan(reference, found, item, job["strategy"]["matrix"], templates)  # as matrix_reference read it
+
+
+def github_names(github: dict[str, str]) -> dict[str, str]:
+    """The `github.*` names the source gives, `ref_name` from `ref` when it gives none."""
+    names = {f"github.{key}": value for key, value in github.items()}
+    names.setdefault("github.ref_name", github.get("ref", "").rsplit("/", 1)[-1])
+    return names
+
+
+def consuming_templates(job: Any, read: Callable[[str], str], where: str) -> tuple[Template, ...]:
+    """The script paths the consuming job's `run:` steps (local composite actions expanded) build from a
+    matrix value."""
+    found: dict[Template, None] = {}
+    for job_step in job_steps(job.get("steps") if isinstance(job, dict) else None, read, [], where):
+        run = job_step.step.get("run")
+        for match in _TEMPLATED.finditer(run if isinstance(run, str) else ""):
+            found[Template(match.group(1), match.group(2), match.group(3))] = None
+    return tuple(found)
+
+
+def producing_steps(steps: list[JobStep], wanted: str, names: dict[str, str]) -> list[dict[str, Any]] | str:
+    """The `run:` steps up to the one with id WANTED, each as {name, run, env} with its expressions
+    evaluated; a step whose `if:` is false here is left out, an earlier step whose text is not known too.
+    Why not, when the wanted step cannot run."""
+    runs: list[dict[str, Any]] = []
+    for job_step in steps:
+        step = job_step.step
+        name = str(step.get("id") or step.get("name") or job_step.number)
+        is_wanted = step.get("id") == wanted
+        if not _runs(step.get("if"), names):
+            if is_wanted:
+                return f"step {wanted}'s `if:` is false for a {names.get('github.event_name')} to " \
+                       f"{names.get('github.ref')}"
+            continue
+        run = _render(step.get("run"), names) if isinstance(step.get("run"), str) else None
+        shell = step.get("shell")
+        if run is None or (shell is not None and not _BASH.match(str(shell))):
+            if is_wanted:
+                return f"step {wanted} is not a bash `run:` step whose text is known here"
+            continue
+        runs.append({"name": name, "run": run, "env": _rendered_env(_mapping(step.get("env")), names)})
+        if is_wanted:
+            return runs
+    return f"no step {wanted} in the producing job"
+
+
+def _runs(condition: Any, names: dict[str, str]) -> bool:
+    """Whether a step's `if:` lets it run; one not evaluated here (`always()`, `hashFiles`) does."""
+    if condition is None:
+        return True
+    text = str(condition).strip()
+    whole = _EXPRESSION.fullmatch(text)
+    value = expressions.evaluate(whole.group(1) if whole else text, names, EMPTY_CONTEXTS)
+    return value is expressions.UNKNOWN or expressions.truthy(value)
+
+
+def _render(value: Any, names: dict[str, str]) -> str | None:
+    """A value with its `${{ }}` evaluated; None when one is not known here."""
+    if not isinstance(value, str):
+        return _text(value)
+    pieces: list[str] = []
+    position = 0
+    for match in _EXPRESSION.finditer(value):
+        result = expressions.evaluate(match.group(1), names, EMPTY_CONTEXTS)
+        if result is expressions.UNKNOWN:
+            return None
+        pieces += [value[position:match.start()], _text(result)]
+        position = match.end()
+    return "".join(pieces) + value[position:]
+
+
+def _rendered_env(env: dict[str, Any], names: dict[str, str]) -> dict[str, str]:
+    """The variables whose values are known here (one that is not is left unset)."""
+    rendered = {str(name): _render(value, names) for name, value in env.items()}
+    return {name: value for name, value in rendered.items() if value is not None}
+
+
+def produce(source: ComputedMatrix, tree: SourceTree, where: str) -> tuple[CaptureItem, ...]:
+    """The producing jobs of the source's jobs, each once."""
+    items: dict[str, CaptureItem] = {}
+    for name in source.jobs:
+        try:
+            found = plan(source, tree, name)
+        except _NoPlan:
+            continue  # list_produced says why
+        items.setdefault(found.item["id"], found.item)
+    return tuple(items.values())
+
+
+def list_produced(source: ComputedMatrix, tree: SourceTree, where: str,
+                  reports: Sequence[ScriptReport]) -> Listing:
+    """The scripts of the rows the producing jobs' outputs list, each once; for a job whose producing job
+    gives none, the `scripts` globs' scripts, with the note saying why."""
+    items: dict[str, CaptureItem] = {}
+    notes: list[CaptureFailure] = []
+    paths = set(tree.paths())
+    for name in source.jobs:
+        try:
+            scripts = _rows(plan(source, tree, name), reports, paths)
+        except _NoPlan as why:
+            scripts = [item["script"] for item in list_items(source, tree, where).items]
+            note = _fallback_note(source, why, len(scripts))
+            notes.append(CaptureFailure(f"{source.workflow}:{name}", note))
+        for script in scripts:
+            if script in paths:
+                items.setdefault(script, {"id": script, "script": script})
+            else:
+                notes.append(CaptureFailure(script, "a row of the computed matrix names it: no such file"))
+    return Listing(items=tuple(items.values()), failed=tuple(dict.fromkeys(notes)))
+
+
+def _rows(found: Plan, reports: Sequence[ScriptReport], paths: set[str]) -> list[str]:
+    """The script paths of the rows the producing job's report gives, when one of them is a file of the
+    tree (PATHS). Raises _NoPlan."""
+    producer = found.reference.job
+    report = next((r for r in reports if r.script == found.item["id"]), None)
+    if report is None or report.status != "captured":
+        raise _NoPlan((report.reason or "failed") if report else "not run", producer)
+    text = report.outputs.get(found.step.output)
+    if not text:
+        raise _NoPlan(f"step {found.step.step} wrote no {found.step.output} to $GITHUB_OUTPUT", producer)
+    try:
+        combinations = _combinations(found, json.loads(text))
+    except ValueError as exc:
+        raise _NoPlan(f"{found.step.output}: {exc}", producer) from None
+    scripts = [template.path(combination[template.axis]) for combination in combinations
+               for template in found.templates if template.axis in combination]
+    if not set(scripts) & paths:  # the step's paths are read otherwise than this source reads them
+        raise _NoPlan(f"its rows name no script of the tree ({', '.join(scripts[:3])} ...)", producer)
+    return scripts
+
+
+def _combinations(found: Plan, value: Any) -> list[dict[str, Any]]:
+    """The rows GitHub runs for the matrix with the output's value in place. Raises ValueError."""
+    if found.reference.axis is None:
+        matrix = value
+    elif isinstance(found.matrix, dict) and isinstance(value, list):
+        matrix = {**found.matrix, found.reference.axis: value}
+    else:
+        raise ValueError(f"not a list of values for matrix.{found.reference.axis}")
+    combinations = expand_matrix(matrix)
+    if not combinations:
+        raise ValueError("not a matrix of rows, or an empty one")
+    return combinations
+
+
+def list_items(source: ComputedMatrix, tree: SourceTree, where: str) -> Listing:
+    """The scripts the `scripts` globs match: what is keyed in the cache (the producing job's output
+    follows from the tree), and the rows when the producing job does not run."""
+    return Listing(items=tuple({"id": path, "script": path} for path in _scripts(source, tree)))
+
+
+def _scripts(source: ComputedMatrix, tree: SourceTree) -> list[str]:
+    return sorted(path for path in tree.paths() if any(path_matches(path, g) for g in source.scripts))
+
+
+def _fallback_note(source: ComputedMatrix, why: _NoPlan, scripts: int) -> str:
+    globs = ", ".join(source.scripts) or "none"
+    return (f"matrix from {why.job or 'another job'} not computed: {why}; its rows are the {scripts} scripts "
+            f"the source's globs match ({globs})")
+
+
+def detect(root: Path, recording: dict[str, Any]) -> Iterator[tuple[dict[str, Any], str]]:
+    """`prtriage init`: each job whose matrix another job's step computes and whose steps run a script
+    through a matrix value; its `scripts` are the glob reading `matrix_scripts` makes of that path."""
+    found: dict[tuple[str, tuple[Template, ...]], list[tuple[str, MatrixReference, OutputStep]]] = {}
+    for workflow, jobs, name, reference, step in computed_jobs(root):
+        templates = consuming_templates(jobs[name], lambda path: _read(root, path), f"{workflow}:{name}")
+        if templates:
+            found.setdefault((workflow, templates), []).append((name, reference, step))
+    for (workflow, templates), consumers in found.items():
+        name, reference, step = consumers[0]
+        scripts: list[str] = []
+        for template in templates:
+            matched, roots = matrix_scripts.outermost(root, f"{template.prefix}*{template.suffix}")
+            scripts += matrix_scripts.as_globs(f"{template.prefix}*{template.suffix}", matched, roots) \
+                if roots else []
+        source = {"kind": "computed_matrix", "workflow": workflow, "jobs": [job for job, _, _ in consumers],
+                  "scripts": scripts, "command": ["bash", "{script}"], **copy.deepcopy(recording)}
+        more = f" (and {len(consumers) - 1} more jobs)" if len(consumers) > 1 else ""
+        path = f"{templates[0].prefix}${{{{ matrix.{templates[0].axis} }}}}{templates[0].suffix}"
+        yield source, (f"{workflow}:{name}{more} runs {path} for each row of {reference.job}'s output "
+                       f"{reference.output} (its step {step.step}): that step runs first in the sandbox, "
+                       "each row's script then runs in the recording bash")
+
+
+def computed_jobs(root: Path) -> Iterator[tuple[str, dict[str, Any], str, MatrixReference, OutputStep]]:
+    """Each job of the tree's workflows whose matrix a step of another job computes."""
+    for path in sorted((root / ".github" / "workflows").glob("*.y*ml")):
+        workflow = f".github/workflows/{path.name}"
+        try:
+            jobs, _ = workflow_jobs(read_text(path), workflow)
+        except WorkflowError:
+            continue
+        for name, job in jobs.items():
+            reference = matrix_reference(job)
+            step = output_step(jobs, reference) if reference is not None else None
+            if reference is not None and isinstance(step, OutputStep):
+                yield workflow, jobs, name, reference, step
+
+
+def _read(root: Path, path: str) -> str:
+    if not (root / path).is_file():
+        raise FileNotFoundError(path)
+    return read_text(root / path)
+
+
+KIND = SourceKind(ComputedMatrix, list_items, from_launches, detect, produce=produce,
+                  list_produced=list_produced)
