@@ -85,6 +85,7 @@ def test_a_base_that_loads_nowhere_is_refined_and_checked_again(tmp_path: Path) 
 
     report = with_refinement(check, POLICY, tmp_path)
     assert report.refinement is not None and report.refinement.applied
+    assert report.timing.total_s > healthy.timing.total_s == 0  # both runs counted
     assert seen[0] is POLICY and seen[1].validation.attribute_defaults["engine_dp_size"] == 1
 
 

@@ -11,6 +11,7 @@ what judges it, nor what the refinement reads (the errors' lines are read in the
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -25,6 +26,7 @@ def with_refinement(check: Callable[[Policy], CheckReport], policy: Policy, base
     """CHECK's report with POLICY, or, when it could not analyse and a refine round adds keys, its report
     with the refined policy if that one could analyse (`refinement` says what was added). A refined check
     that cannot run or is still blind leaves the first answer standing, saying what was tried."""
+    started = time.monotonic()
     first: CheckReport | None = None
     try:
         first = check(policy)
@@ -46,10 +48,15 @@ def with_refinement(check: Callable[[Policy], CheckReport], policy: Policy, base
         why_not = f"it could not run: {exc}"
     else:
         if again.could_analyse:
-            return replace(again, refinement=refinement)
+            return _whole(replace(again, refinement=refinement), started)
         # still blind: the first run's errors are the ones to read (the refinement may only have moved them)
         why_not = f"it could not analyse either: {again.health.reason if again.health else 'blind'}"
     tried = replace(refinement, why_not=why_not)
     if first is None:
         raise AnalysisError(f"{failed}; {tried.summary()}") from None
-    return replace(first, refinement=tried)
+    return _whole(replace(first, refinement=tried), started)
+
+
+def _whole(report: CheckReport, started: float) -> CheckReport:
+    """REPORT whose total time is the whole check's, both runs (its steps' times are its own run's)."""
+    return replace(report, timing=replace(report.timing, total_s=time.monotonic() - started))

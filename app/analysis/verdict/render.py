@@ -127,7 +127,8 @@ def _summary_lines(report: CheckReport) -> list[str]:
     base_cached = " (from an earlier check)" if report.base_cached else ""
     minimal = f", minimal arguments {timing.minimize_s:.1f} s" if timing.minimize_s >= 0.05 else ""
     lines.append(f"timing: capture {timing.capture_s:.1f} s{cached}, base {timing.base_s:.1f} s"
-                 f"{base_cached}, head {timing.head_s:.1f} s{minimal}, total {timing.total_s:.1f} s")
+                 f"{base_cached}, head {timing.head_s:.1f} s{minimal}, total {timing.total_s:.1f} s"
+                 f"{' (both runs: the policy as written, then refined)' if report.refinement else ''}")
     return [*lines, *policy_line(report)]
 
 
