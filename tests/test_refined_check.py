@@ -4,6 +4,7 @@ The sandboxed whole is tests/test_twin_refined_check.py."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,8 @@ from app.analysis.core.model import Matrix, Outcome, Suite, SuiteResult
 from app.analysis.core.policy import Policy, load_policy, parse_policy
 from app.analysis.starter.policy_refine import refine_policy
 from app.analysis.verdict.health import Health, assess
+from app.analysis.verdict.refinement import Refinement
+from app.analysis.verdict.render import render
 from app.analysis.verdict.report import CheckReport
 from app.engine.check_errors import AnalysisError, Unloadable
 from app.engine.refined_check import with_refinement
@@ -126,3 +129,17 @@ def test_a_refined_run_still_blind_leaves_the_first_answer_and_its_errors(tmp_pa
     report = with_refinement(lambda policy: first if policy is POLICY else still, POLICY, tmp_path)
     assert report.health is health and report.refinement is not None and not report.refinement.applied
     assert report.refinement.why_not == f"it could not analyse either: {still.health.reason}"  # type: ignore[union-attr]
+
+
+def test_the_change_renders_as_yaml_in_a_fence_no_backtick_of_it_closes(tmp_path: Path) -> None:
+    matrix, health = blind()
+    refinement = Refinement(keys=("validation.attribute_defaults.x",),
+                            changes=("validation.attribute_defaults.x = 1",), why=(),
+                            yaml="validation:\n  attribute_defaults:\n    x: '```` @team'\n",
+                            before="the base revision rejects 1 of 1 CI suites")
+    report = replace(report_of(health, matrix), refinement=refinement)
+    markdown = render(report, "markdown")
+    assert "#### Refined for this run" in markdown
+    assert "`````yaml\nvalidation:\n  attribute_defaults:\n    x: '```` @team'\n`````" in markdown
+    assert "refined for this run: validation.attribute_defaults.x = 1" in render(report, "text")
+    assert render(report, "json").count('"refinement": {') == 1
