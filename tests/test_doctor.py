@@ -28,6 +28,15 @@ def test_a_matrix_its_producing_job_did_not_compute_names_the_github_context_and
     assert hint_for(None, "a row of the computed matrix names it: no such file") is None
 
 
+def test_a_ci_host_path_the_code_says_is_missing_asks_for_its_prefix() -> None:
+    # radixark/miles at base-2077 under a policy without the CI hosts' directories: 12 of 105 suites
+    hint = hint_for("FileNotFoundError",
+                    "ref_load /root/GLM-4.7-Flash_torch_dist does not exist, please check the path.")
+    assert hint is not None and hint.keys == ("harness.existing_path_prefixes", "harness.fixtures")
+    assert "list '/root/' in `harness.existing_path_prefixes`" in hint.advice
+    assert hint_for("FileNotFoundError", "/tmp/run/x does not exist") is None  # the sandbox's own /tmp
+
+
 def test_a_present_but_unreadable_file_names_fixtures_and_existing_prefixes() -> None:
     hint = hint_for("IsADirectoryError", "[Errno 21] Is a directory: '/root/models/Qwen3-4B/config.json'")
     assert hint is not None and hint.keys == ("harness.fixtures", "harness.existing_path_prefixes")

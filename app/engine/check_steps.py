@@ -19,9 +19,11 @@ from app.analysis.verdict.health import Health, assess
 from app.analysis.verdict.report import CheckReport, Timing
 from app.analysis.verdict.verdict import verdict
 from app.engine import validation_cache
+from app.engine.check_errors import AnalysisError, NothingCaptured, Unloadable
 from app.engine.environments import EnvironmentProblem, prepare
 from app.engine.matrix_capture import capture_matrix
 from app.engine.minimal_args import explain_rejections, in_the_warm_leader
+from app.engine.refined_check import with_refinement
 from app.engine.suite_validation import trace_lines, validate_revision
 from app.sandbox.interpreter import Interpreter
 from app.sandbox.runner import SandboxUnavailable, sandbox_problem
@@ -33,15 +35,6 @@ SANDBOX_HINT = ("to run without it, pass --allow-unsandboxed (the repository's c
                 "unconfined, with your privileges: never with code you do not trust)")
 
 
-class AnalysisError(Exception):
-    """The analysis could not run (no sandbox, repository code that cannot load...): exit status 3."""
-
-
-class NothingCaptured(AnalysisError):
-    """The policy's CI scripts yielded no suite at all: most often a policy that does not fit the
-    repository."""
-
-
 @dataclass(frozen=True)
 class _Validated:
     results: dict[str, SuiteResult]
@@ -50,13 +43,27 @@ class _Validated:
     cached: bool = False
 
 
+__all__ = ["AnalysisError", "NothingCaptured", "run_check"]
+
+
 def run_check(base_tree: Path, head_tree: Path, policy: Policy, *, base_sha: str | None, head_sha: str | None,
               cache_dir: Path, allow_unsandboxed: bool, progress: Progress | None = None,
               repository: str | None = None) -> CheckReport:
     """Which existing CI suites the head newly rejects; the fast path when no validation path changed.
+    A base too blind to judge is checked once more with one refine round of POLICY (refined_check).
 
     `repository` (owner/name, or a local path) scopes the cached matrices: no repository reuses another's.
     """
+    def check(using: Policy) -> CheckReport:
+        return _check(base_tree, head_tree, using, base_sha=base_sha, head_sha=head_sha, cache_dir=cache_dir,
+                      allow_unsandboxed=allow_unsandboxed, progress=progress, repository=repository)
+
+    return with_refinement(check, policy, base_tree)
+
+
+def _check(base_tree: Path, head_tree: Path, policy: Policy, *, base_sha: str | None, head_sha: str | None,
+           cache_dir: Path, allow_unsandboxed: bool, progress: Progress | None,
+           repository: str | None) -> CheckReport:
     started = time.monotonic()
     base_prints = fingerprints(base_tree)
     diff, head_sources = compare_trees(base_tree, head_tree, base_prints=base_prints)
@@ -96,10 +103,13 @@ def run_check(base_tree: Path, head_tree: Path, policy: Policy, *, base_sha: str
         raise AnalysisError(f"{exc}; {SANDBOX_HINT}") from None
     except PermissionError as exc:  # a tree the sandbox's unprivileged uid cannot read
         raise AnalysisError(str(exc)) from None
-    require_loadable(matrix, base.results, head.results)
-    findings = verdict(matrix, base.results, head.results, diff, policy, traced=trace)
     health = assess(matrix, base.results, head.results, trace,
                     max_base_failures=policy.health.max_base_failures, fail_open=policy.health.fail_open)
+    try:
+        require_loadable(matrix, base.results, head.results)
+    except AnalysisError as exc:
+        raise Unloadable(str(exc), matrix, health) from None
+    findings = verdict(matrix, base.results, head.results, diff, policy, traced=trace)
     minimize_started, minimize_cpu = time.monotonic(), _children_cpu()
     if health.could_analyse:  # a blind analysis' findings are not worth the search
         findings = explain_rejections(findings, matrix.suites, head.results, in_the_warm_leader(

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from app.analysis.core.model import Finding
+from app.analysis.verdict.refinement import refinement_markdown
 from app.analysis.verdict.render import because, health_line, health_markdown
 from app.analysis.verdict.report import CheckReport, Revision
 
@@ -221,7 +222,9 @@ def _facts(report: CheckReport, *, timing: bool) -> str:
 def _blocks(report: CheckReport) -> list[str]:
     """The report's parts after the first line, most important first."""
     health = report.health
-    blocks = [health_markdown(health, inert)] if health is not None and not health.could_analyse else []
+    blocks = [refinement_markdown(report.refinement, inert, report.policy)] \
+        if report.refinement is not None else []  # first: the rest of the report is the refined run's
+    blocks += [health_markdown(health, inert)] if health is not None and not health.could_analyse else []
     blocks += [_blocking_block(f) for f in report.blocking]
     warnings = [_other_line(f) for f in report.findings if f.severity == "warning"]
     if warnings:

@@ -15,6 +15,9 @@ from app.analysis.verdict.health import Health, describe, notes, summary_line
 
 QUOTED_PATH = re.compile(r"""['"](/[^'"]+)['"]""")
 MODULE = re.compile(r"""No module named ['"]?([\w.]+)""")
+UNQUOTED_PATH = re.compile(r"(?<![\w.~:/'\"-])(/[\w.+-]+(?:/[\w.+-]+)*)")
+# the machine's own directories: a path under them is not a CI host's
+HOST_DIRS = frozenset({"tmp", "proc", "sys", "dev", "usr", "bin", "etc", "lib", "opt", "var", "run", "repo"})
 ATTRIBUTE = re.compile(r"""object has no attribute ['"](\w+)['"]""")
 UNREADABLE = ("PermissionError", "Permission denied", "IsADirectoryError", "NotADirectoryError")
 
@@ -33,8 +36,8 @@ class Hint:
 def hint_for(exception: str | None, message: str | None) -> Hint | None:
     """The policy keys that may help with an error; None when no heuristic knows it."""
     text = f"{exception or ''}: {message or ''}"
-    for rule in (_matrix_not_computed, _missing_file, _unreadable_file, _empty_file, _missing_module,
-                 _upstream_attribute, _unknown_flags):
+    for rule in (_matrix_not_computed, _missing_file, _missing_host_path, _unreadable_file, _empty_file,
+                 _missing_module, _upstream_attribute, _unknown_flags):
         hint = rule(text)
         if hint is not None:
             return hint
@@ -57,6 +60,20 @@ def _missing_file(text: str) -> Hint | None:
         return None
     return Hint(("harness.fixtures",), f"serve the file CI hosts have: a fixture with path '{path.group(1)}' "
                                        f"(or a pattern such as '{_pattern(path.group(1))}')")
+
+
+def _missing_host_path(text: str) -> Hint | None:
+    """A path the repository's own check says is missing, named unquoted (radixark/miles: "ref_load
+    /root/GLM-4.7-Flash_torch_dist does not exist"): a CI host's directory, which `check`'s refine round
+    (and `init`'s) lists among the prefixes that exist."""
+    path = UNQUOTED_PATH.search(text)
+    if path is None or not any(cue in text for cue in ("does not exist", "not found", "No such file")) \
+            or path.group(1).split("/")[1] in HOST_DIRS:
+        return None
+    prefix = "/" + path.group(1).strip("/").split("/")[0] + "/"
+    return Hint(("harness.existing_path_prefixes", "harness.fixtures"),
+                f"'{path.group(1)}' is on CI's hosts: list '{prefix}' in `harness.existing_path_prefixes` "
+                "(it then exists, empty), or serve the file as a fixture")
 
 
 def _unreadable_file(text: str) -> Hint | None:

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from app.analysis.core.model import Finding
 from app.analysis.verdict.health import Health, describe, notes, summary_line
+from app.analysis.verdict.refinement import refinement_markdown, refinement_text
 from app.analysis.verdict.report import CheckReport
 
 Format = Literal["text", "json", "markdown"]
@@ -57,6 +58,7 @@ def report_json(report: CheckReport) -> dict[str, Any]:
         "policy": report.policy.to_json() if report.policy is not None else None,
         "analysed_because": report.analysed_because,
         "validation_imports": sorted(report.learned_paths) if report.learned_paths is not None else None,
+        "refinement": report.refinement.to_json() if report.refinement is not None else None,
         **blind_error(report),
     }
 
@@ -125,7 +127,8 @@ def _summary_lines(report: CheckReport) -> list[str]:
     base_cached = " (from an earlier check)" if report.base_cached else ""
     minimal = f", minimal arguments {timing.minimize_s:.1f} s" if timing.minimize_s >= 0.05 else ""
     lines.append(f"timing: capture {timing.capture_s:.1f} s{cached}, base {timing.base_s:.1f} s"
-                 f"{base_cached}, head {timing.head_s:.1f} s{minimal}, total {timing.total_s:.1f} s")
+                 f"{base_cached}, head {timing.head_s:.1f} s{minimal}, total {timing.total_s:.1f} s"
+                 f"{' (both runs: the policy as written, then refined)' if report.refinement else ''}")
     return [*lines, *policy_line(report)]
 
 
@@ -187,6 +190,8 @@ def render_text(report: CheckReport) -> str:
         where = f" {_where(finding)}" if finding.path else ""
         lines.append(f"[{finding.severity}] {finding.kind}{where}: {finding.message}{suites}")
     lines += ["", *health_text(report.health), "", *_summary_lines(report)]
+    if report.refinement is not None:
+        lines += ["", *refinement_text(report.refinement, report.policy)]
     if not report.sandboxed:
         lines += ["", f"!!! {UNSANDBOXED} !!!"]
     return "\n".join(lines) + "\n"
@@ -240,7 +245,9 @@ def render_markdown(report: CheckReport) -> str:
     mark = "⚠️" if not report.could_analyse else "❌" if report.blocking else "✅"
     blind = [health_markdown(report.health, _md), ""] \
         if report.health is not None and not report.health.could_analyse else []
-    top = "\n".join([f"### {mark} {_md(headline(report))}", "", *blind,
+    refined = [refinement_markdown(report.refinement, _md, report.policy), ""] \
+        if report.refinement is not None else []
+    top = "\n".join([f"### {mark} {_md(headline(report))}", "", *refined, *blind,
                      *(_md_findings(list(report.findings)) if report.findings else [])])
     lines = [health_line(report.health), *_summary_lines(report)]
     bottom = "\n".join(["", *(f"{_md(line)}  " for line in lines),

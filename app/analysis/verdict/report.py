@@ -10,6 +10,7 @@ from typing import Literal
 from app.analysis.core.model import Finding, Matrix, Outcome, SuiteResult
 from app.analysis.core.policy_origin import PolicyOrigin
 from app.analysis.verdict.health import Health
+from app.analysis.verdict.refinement import Refinement
 
 EMPTY_MATRIX = Matrix(suites=(), scripts=0, captured=0)
 NOT_VALIDATED = Outcome("error", message="not validated")
@@ -48,6 +49,7 @@ class CheckReport:
     policy: PolicyOrigin | None = None  # which policy judged, and why that one
     analysed_because: str | None = None  # which validation code the change touches (None on the fast path)
     learned_paths: frozenset[str] | None = None  # modules validation imported at the base; None: not known
+    refinement: Refinement | None = None  # the policy refined for this run, the base unhealthy without it
 
     @property
     def could_analyse(self) -> bool:
