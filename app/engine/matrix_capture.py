@@ -37,7 +37,7 @@ HARNESS_DIR = package_file("app.sandbox", "harness")
 # What decides a capture besides the repository: a new harness must not reuse an old harness's matrix.
 CAPTURE_HARNESS_FILES = ("capture.py", "common.py", "definitions.py", "fsfakes.py", "stubs.py",
                          "intercept.py", "intercept_shell.py", "intercept_net.py", "vclock.py", "vpaths.py",
-                         "globs.py", "recbash.sh", "pytestrun.py")
+                         "globs.py", "recbash.sh", "pytestrun.py", "starnames.py")
 SKIPPED_DIRS = frozenset({".git", "__pycache__"})
 MAX_CACHE_ENTRIES = 64  # per policy; the least recently used go first
 
