@@ -293,3 +293,41 @@ def test_a_stub_base_mixes_with_a_protocol_base_as_the_real_class_would(tmp_path
                   isinstance(loader, StatefulDataLoader), own]
     """)
     assert result == [{"rank": 3}, True, True, "TypeError"]
+
+
+def test_a_star_import_of_a_stub_gives_the_names_the_importer_reads(tmp_path: Path) -> None:
+    # volcengine/verl from 2025-09-26 to 2025-10-21 (verl/models/mcore/qwen2_5_vl/attention.py, reached by
+    # the validation entry's import): `from megatron.core.transformer.attention import *` took nothing from
+    # the stubbed megatron, and `class Qwen2_5VLSelfAttention(SelfAttention)` failed with "NameError: name
+    # 'SelfAttention' is not defined" on every suite.
+    result = run_repo_module(tmp_path, """
+        import torch
+        Tensor = "mine"
+        from json import *
+        from megatron.core.transformer.attention import *
+        import megatron.core.transformer.attention as attention
+
+        class Qwen2_5VLSelfAttention(SelfAttention):
+            local = 1
+            def forward(self, hidden: Tensor, mask: Optional[Tensor] = None) -> int:
+                return len(apply_rotary_pos_emb(hidden)) + local_count
+
+        def later():
+            global local_count
+            local_count = 0
+            return Qwen2_5VLSelfAttention().forward(None)
+
+        RESULT = {
+            "base": SelfAttention is attention.SelfAttention,
+            "in_a_function": later(),
+            "bound_before_kept": Tensor,
+            "real_star_import_kept": dumps is __import__("json").dumps,
+            "builtin_kept": len is __builtins__["len"] if isinstance(__builtins__, dict) else len is
+                            __builtins__.len,
+            "class_body_name_not_given": "local" in globals(),
+            "not_an_all_otherwise": hasattr(attention, "__all__"),
+        }
+    """)
+    assert result == {"base": True, "in_a_function": 0, "bound_before_kept": "mine",
+                      "real_star_import_kept": True, "builtin_kept": True, "class_body_name_not_given": False,
+                      "not_an_all_otherwise": False}

@@ -6,6 +6,9 @@ option; SGLang is absent here (stubbed), so no parser defined it, the harness le
 suite failed with a TypeError: the analysis was blind on every commit of those months. Where a stubbed or
 replaced upstream parser parsed, such an option gets the neutral value of its name's shape, listed in the
 health as assumed; where every parser ran for real, reading an option none defines still blocks.
+
+volcengine/verl from 2025-09-26 to 2025-10-21: a star import of a stubbed upstream module gave nothing, and
+the importer's subclass of one of its classes failed with a NameError on every suite.
 """
 
 from __future__ import annotations
@@ -137,3 +140,28 @@ def test_an_assumed_option_read_in_the_message_alone_leaves_the_rejection_blocki
     report, finding = one_blocking_rejection(check(tmp_path, repo, POLICY))
     assert report["health"]["assumed_rejections"] == []
     assert finding["message"] == "AssertionError: tp 4 is not supported with sglang dp 1"
+
+
+STAR_MODEL = '''\
+from megatron.core.transformer.attention import *
+
+
+class VisionSelfAttention(SelfAttention):
+    def forward(self, hidden: Tensor, mask: Optional[Tensor] = None):
+        return apply_rotary_pos_emb(hidden)
+'''
+
+
+def test_a_star_import_of_a_stubbed_upstream_module_gives_what_the_module_reads(tmp_path: Path) -> None:
+    # volcengine/verl from 2025-09-26 to 2025-10-21: the entry's import reached a model module doing
+    # `from megatron.core.transformer.attention import *` then `class ...(SelfAttention)`; the star import
+    # took nothing from the stub, every base suite failed "NameError: name 'SelfAttention' is not defined"
+    # and the analysis was blind (exit 3) on every commit of those weeks
+    train = PLAIN_TRAIN.replace("import torch.distributed as dist\n",
+                                "import torch.distributed as dist\nimport model  # noqa: F401\n")
+    repo = base_repo(tmp_path, {"train.py": train, "model.py": STAR_MODEL, **ci_scripts()})
+    pull_request(repo, "train.py", NEW_ASSERT)
+    run = check(tmp_path, repo, launch_policy(stub_modules="torch, megatron"))
+    report, finding = one_blocking_rejection(run)
+    assert report["health"]["base"] == {"accepted": 2, "rejected": 0, "error": 0, "accepted_share": 1.0}
+    assert (finding["path"], finding["line"]) == ("train.py", line_of(repo, "train.py", "assert args.tp < 4"))

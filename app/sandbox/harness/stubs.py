@@ -1,6 +1,7 @@
 """Stand-ins for modules the sandbox lacks: an import hook, and stub objects that tolerate being used.
 
-Runs INSIDE the sandbox next to the repository's code: imports nothing of `app`, only the standard library.
+Runs INSIDE the sandbox next to the repository's code: imports nothing of `app`, only the standard library
+and a sibling harness module.
 Repository code imports torch, megatron, sglang ... at module top; none of them is installed here, and none of
 them matters for argument validation. A missing top-level module is stubbed only when repository code imports
 it, so third-party code probing an optional dependency still sees its ImportError.
@@ -23,7 +24,12 @@ import sys
 import types
 import weakref
 from collections.abc import Iterator, Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:  # inside the sandbox the harness directory is on sys.path, siblings are top-level modules
+    from app.sandbox.harness import starnames
+else:
+    import starnames
 
 STUB_MARK = "__prtriage_stub__"
 DEFAULT_VERSION = "0.0.0"
@@ -271,6 +277,9 @@ class StubModule(types.ModuleType):
             value = _policy_value(key)
         elif name == "__version__":
             value = DEFAULT_VERSION
+        elif name == "__all__" and starnames.star_importing(sys._getframe(1)):
+            # `from stubbed import *`: what the importer reads, asked again by each importer, so not kept
+            return starnames.wanted_names(sys._getframe(1))
         elif _is_protocol_name(name):
             raise AttributeError(name)
         else:
