@@ -28,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # real torch comes with its limits and without its version stand-in.
 COMPANIONS = {"harness.real_packages": ("harness.requirements", "harness.limits", "harness.stub_attributes")}
 TIMEOUT = 3600
+TEMPORARY = re.compile(r"/tmp/[^\s'\"]+")
 
 
 def prtriage(*args: str, cache_dir: Path) -> tuple[int, dict[str, Any], float]:
@@ -62,12 +63,14 @@ def error_kind(diagnosis: dict[str, Any]) -> str:
     text = diagnosis["error"]
     match = re.match(r"(\w+(?:Error|Exception|Exit|Interrupt)|KeyError)\b", text) or \
         re.search(r"\b(\w+(?:Error|Exception))\b", text)
-    name = match.group(1) if match else "other"
+    # without one, an error of the harness itself (a policy key naming what the policy lacks)
+    name = match.group(1) if match else "harness error"
     return name if diagnosis["where"] == "base" else f"{name} (capture {diagnosis['where']})"
 
 
 def identity(diagnosis: dict[str, Any]) -> tuple[str, str, str]:
-    return diagnosis["where"], diagnosis["subject"], diagnosis["error"]
+    # a temporary file's name differs between runs (`/tmp/session_verify_metrics_pqxvlfsx.jsonl`)
+    return diagnosis["where"], diagnosis["subject"], TEMPORARY.sub("/tmp/...", diagnosis["error"])
 
 
 def count_of(diagnosis: dict[str, Any], others: list[dict[str, Any]]) -> int:
@@ -211,25 +214,25 @@ def summary(document: dict[str, Any]) -> dict[str, Any]:
 
 
 def table(results: list[dict[str, Any]]) -> list[str]:
-    rows: dict[tuple[str, str], dict[str, Any]] = defaultdict(lambda: {"repositories": set(), "verdicts": []})
+    """One row per error kind and hint: the repositories it was seen on, how many errors (the suites or
+    scripts they stopped), and what each came to."""
+    rows: dict[tuple[str, str], dict[str, Any]] = defaultdict(
+        lambda: {"repositories": set(), "verdicts": Counter(), "errors": 0, "stopped": 0})
     for repository in results:
         for d in repository["diagnoses"]:
             hint = " or ".join(f"`{key}`" for key in (d.get("hint") or {}).get("keys", [])) or "none"
             row = rows[(d["kind"], hint)]
-            row["repositories"].add(repository["repository"])
-            row["verdicts"].append(f"{d['verdict']} (x{d['count']})")
-    lines = ["| error kind | hint | repositories | fixed or not |", "| --- | --- | --- | --- |"]
+            row["repositories"].add(repository["repository"].split("/")[-1])
+            row["verdicts"][d["verdict"]] += 1
+            row["errors"] += 1
+            row["stopped"] += d["count"]
+    lines = ["| error kind | hint | repositories | errors (suites or scripts) | fixed or not |",
+             "| --- | --- | --- | --- | --- |"]
     for (kind, hint), row in sorted(rows.items()):
-        verdicts = "; ".join(f"{n}: {v}" if n > 1 else v for v, n in _counted(row["verdicts"]))
-        lines.append(f"| {kind} | {hint} | {', '.join(sorted(row['repositories']))} | {verdicts} |")
+        verdicts = "; ".join(f"{n} {v}" for v, n in row["verdicts"].most_common())
+        lines.append(f"| {kind} | {hint} | {', '.join(sorted(row['repositories']))} | "
+                     f"{row['errors']} ({row['stopped']}) | {verdicts} |")
     return lines
-
-
-def _counted(items: list[str]) -> list[tuple[str, int]]:
-    counts: dict[str, int] = {}
-    for item in items:
-        counts[item] = counts.get(item, 0) + 1
-    return list(counts.items())
 
 
 def main(argv: list[str] | None = None) -> int:
