@@ -97,16 +97,24 @@ def with_keys(policy: dict[str, Any], keys: list[str], values: dict[str, Any],
             continue
         section, _, name = key.partition(".")
         body = result.setdefault(section, {})
-        body[name] = merged(body.get(name), values[key]) if merge else copy.deepcopy(values[key])
+        body[name] = merged(key, body.get(name), values[key]) if merge else copy.deepcopy(values[key])
     return result
 
 
-def merged(mine: Any, theirs: Any) -> Any:
+def merged(key: str, mine: Any, theirs: Any) -> Any:
+    if key == "harness.requirements" and isinstance(mine, list) and isinstance(theirs, list):
+        # one pin a distribution: the starter's where both pin it (two pins of one fail the install)
+        pinned = {distribution(item) for item in mine}
+        return [*mine, *(item for item in theirs if distribution(item) not in pinned)]
     if isinstance(mine, list) and isinstance(theirs, list):
         return [*mine, *(item for item in theirs if item not in mine)]
     if isinstance(mine, dict) and isinstance(theirs, dict):
         return {**mine, **theirs}
     return copy.deepcopy(theirs)
+
+
+def distribution(requirement: Any) -> str:
+    return re.split(r"[<>=!~\[; ]", str(requirement), maxsplit=1)[0].lower().replace("_", "-")
 
 
 def with_companions(keys: list[str]) -> list[str]:

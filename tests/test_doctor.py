@@ -48,6 +48,30 @@ def test_imports_attributes_and_unknown_flags_name_their_keys() -> None:
     assert hint_for("AssertionError", "rollout batch size must divide by tp * pp") is None
 
 
+def test_a_missing_file_the_code_names_unquoted_asks_for_a_fixture() -> None:
+    # radixark/miles' scripts/run_glm5_744b_a40b.py raises its own FileNotFoundError (scripts/eval_hints.py)
+    hint = hint_for(None, "FileNotFoundError: /root/models/GLM-5_4layer/config.json not found "
+                          "(at scripts/run_glm5_744b_a40b.py:122)")
+    assert hint is not None and hint.keys == ("harness.fixtures",)
+    assert "'/root/models/*/config.json'" in hint.advice
+
+
+def test_a_fixture_the_policy_names_and_does_not_define_asks_for_it() -> None:
+    # a starter's `fixture_namespace` replacement before its refine round serves the fixture (miles, 68 of 68)
+    hint = hint_for(None, "replacement 'transformers:AutoConfig.from_pretrained' names fixture 'hf_config', "
+                          "which harness.fixtures does not define")
+    assert hint is not None and hint.keys == ("harness.fixtures",)
+    assert "`name: hf_config`" in hint.advice
+
+
+def test_a_stubbed_packages_value_reaching_the_code_asks_for_the_real_package() -> None:
+    # `sys.exit(pytest.main(...))` with pytest stubbed: miles' tests/e2e/sglang/*.py exit with the stand-in
+    hint = hint_for(None, "SystemExit: <stub pytest.main()> "
+                          "(at tests/e2e/sglang/test_session_v1_v2_parity.py:84)")
+    assert hint is not None and hint.keys == ("harness.real_packages", "harness.requirements")
+    assert "`harness.real_packages: [pytest]`" in hint.advice
+
+
 def test_doctor_on_a_healthy_revision_exits_0_and_shows_what_capture_found(
         miles_repo: Path, prtriage_cache: Path) -> None:
     result = prtriage("doctor", "--repo", str(miles_repo), "--rev", "main", "--policy", str(MILES_POLICY),

@@ -14,6 +14,11 @@ from typing import Any
 from app.analysis.verdict.health import Health, describe, notes, summary_line
 
 QUOTED_PATH = re.compile(r"""['"](/[^'"]+)['"]""")
+# `FileNotFoundError: /root/models/GLM-5_4layer/config.json not found`: a path the code's own message names
+BARE_PATH = re.compile(r"(?<![\w.])(/[\w.+-]+(?:/[\w.+*-]+)+)")
+UNDEFINED_FIXTURE = re.compile(r"names fixture '([^']+)', which harness.fixtures does not define")
+# what a stubbed package's stand-in gave the code, by its repr (app/sandbox/harness/stubs.py)
+STUB_VALUE = re.compile(r"<stub ([\w.]+)\.[\w.]+(?:\(\))?>")
 MODULE = re.compile(r"""No module named ['"]?([\w.]+)""")
 ATTRIBUTE = re.compile(r"""object has no attribute ['"](\w+)['"]""")
 UNREADABLE = ("PermissionError", "Permission denied", "IsADirectoryError", "NotADirectoryError")
@@ -33,17 +38,28 @@ class Hint:
 def hint_for(exception: str | None, message: str | None) -> Hint | None:
     """The policy keys that may help with an error; None when no heuristic knows it."""
     text = f"{exception or ''}: {message or ''}"
-    for rule in (_missing_file, _unreadable_file, _empty_file, _missing_module, _upstream_attribute,
-                 _unknown_flags):
+    for rule in (_undefined_fixture, _missing_file, _unreadable_file, _empty_file, _missing_module,
+                 _stub_value, _upstream_attribute, _unknown_flags):
         hint = rule(text)
         if hint is not None:
             return hint
     return None
 
 
+def _undefined_fixture(text: str) -> Hint | None:
+    # the policy's own replacement (`fixture_namespace`) names a fixture it does not define
+    name = UNDEFINED_FIXTURE.search(text)
+    if name is None:
+        return None
+    return Hint(("harness.fixtures",), f"define the fixture the replacement names: `name: {name.group(1)}`, "
+                                       "with the content it stands for (and the `path` CI hosts have it at)")
+
+
 def _missing_file(text: str) -> Hint | None:
-    path = QUOTED_PATH.search(text)
-    if path is None or not ("FileNotFoundError" in text or "No such file" in text):
+    if not ("FileNotFoundError" in text or "No such file" in text):
+        return None
+    path = QUOTED_PATH.search(text) or BARE_PATH.search(text)
+    if path is None:
         return None
     return Hint(("harness.fixtures",), f"serve the file CI hosts have: a fixture with path '{path.group(1)}' "
                                        f"(or a pattern such as '{_pattern(path.group(1))}')")
@@ -77,6 +93,18 @@ def _missing_module(text: str) -> Hint | None:
     return Hint(("harness.stub_modules", "harness.real_packages"),
                 f"stub {name} (`harness.stub_modules`), or make it real (`harness.real_packages`) when a "
                 "stub cannot stand in for it")
+
+
+def _stub_value(text: str) -> Hint | None:
+    # `sys.exit(pytest.main(...))` with pytest stubbed exits with the stand-in's value: only the real
+    # package does what the code needs from it
+    stub = STUB_VALUE.search(text)
+    if stub is None:
+        return None
+    name = stub.group(1).split(".")[0]
+    return Hint(("harness.real_packages", "harness.requirements"),
+                f"{name} is stubbed here and its stand-in reached this line: make it real "
+                f"(`harness.real_packages: [{name}]`, with `{name}` among `harness.requirements`)")
 
 
 def _upstream_attribute(text: str) -> Hint | None:
