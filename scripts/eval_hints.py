@@ -6,13 +6,14 @@ hint names made the error go away.
 
 Each argument is `owner/name=PATH[@REV]` (a git repository read at REV, default HEAD). For each:
 1. `prtriage init --rounds 1`: the starter as detected, measured once; `doctor` on it lists every base error
-   group and capture failure with its hint (app/analysis/verdict/doctor.py).
-2. `prtriage init --rounds 2`: the same starter with what init's first refine round added; `doctor` on it
-   says which of those errors the whole round removed.
-3. For each hint, its keys applied alone to the starter: the values the refine round gave them, else the
-   built-in policy's (`policies/owner/name.yml`, where there is one), then `doctor` again. An error is
-   fixed when it no longer occurs (the suites it stopped may stop at a later error: the hint still moved
-   them past this one).
+   group and capture failure with its hint (app/analysis/verdict/doctor.py). Then `init --rounds 2, 3 ...`:
+   the policy each refine round made of the one before, each doctored the same way, until a round adds
+   nothing (or --rounds).
+2. Each error is judged at the last round it occurs in: its hint's keys applied alone to that round's
+   policy, with the values the refine round gave them, else the built-in policy's (`policies/owner/name.yml`,
+   where there is one, added to what the policy has), then `doctor` again. An error is fixed when it no
+   longer occurs (the suites it stopped may stop at a later error: the hint still moved them past this
+   one). Errors no hint names are listed with the keys the whole round changed, if it removed them.
 
 Prints a markdown table (error kind | hint | repositories | fixed or not) and writes the JSON with every
 diagnosis. Not run by CI: it needs fetched repositories and minutes of each.
@@ -40,6 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 COMPANIONS = {"harness.real_packages": ("harness.requirements", "harness.limits", "harness.stub_attributes")}
 TIMEOUT = 3600
 TEMPORARY = re.compile(r"/tmp/[^\s'\"]+")
+SECONDS = re.compile(r"\b\d+\.\d+ ?s\b")
 
 
 def prtriage(*args: str, cache_dir: Path) -> tuple[int, dict[str, Any], float]:
@@ -70,7 +72,9 @@ def error_kind(diagnosis: dict[str, Any]) -> str:
 
 def identity(diagnosis: dict[str, Any]) -> tuple[str, str, str]:
     # a temporary file's name differs between runs (`/tmp/session_verify_metrics_pqxvlfsx.jsonl`)
-    return diagnosis["where"], diagnosis["subject"], TEMPORARY.sub("/tmp/...", diagnosis["error"])
+    # nor a time that differs between runs (`pytest ran out of its 5.84375s`)
+    error = SECONDS.sub("N", TEMPORARY.sub("/tmp/...", diagnosis["error"]))
+    return diagnosis["where"], diagnosis["subject"], error
 
 
 def count_of(diagnosis: dict[str, Any], others: list[dict[str, Any]]) -> int:
@@ -153,22 +157,34 @@ class Repository:
         return self.doctored[text]
 
 
-def evaluate(name: str, path: str, rev: str, cache_dir: Path) -> dict[str, Any]:
+def evaluate(name: str, path: str, rev: str, cache_dir: Path, rounds: int) -> dict[str, Any]:
+    """Each error of each round's policy (init's starter, then what each refine round made of it), judged at
+    the last round it occurs in: fixed by that round's refinement, or left at the end."""
     with tempfile.TemporaryDirectory(prefix="eval-hints-") as scratch:
         repository = Repository(name, path, rev, cache_dir, Path(scratch))
-        starter, first = repository.init(1)
-        if not starter:
-            return {"repository": name, "rev": rev, "error": first.get("error"), "diagnoses": []}
-        refined, _ = repository.init(2)
-        before = repository.doctor(starter)
-        after = repository.doctor(refined)
-        round_keys = changed_keys(starter, refined)
+        policies: list[dict[str, Any]] = []
+        for done in range(1, rounds + 2):  # the policy of round N+1 is what round N's refinement made
+            policy, document = repository.init(done)
+            if not policy:
+                return {"repository": name, "rev": rev, "error": document.get("error"), "diagnoses": []}
+            if policies and policy == policies[-1]:
+                break
+            policies.append(policy)
+        doctored = [repository.doctor(policy) for policy in policies]
         built_in_file = ROOT / "policies" / f"{name}.yml"
         built_in = flat(yaml.safe_load(built_in_file.read_text())) if built_in_file.exists() else {}
-        results = [judge(diagnosis, repository, starter, refined, round_keys, built_in, after)
-                   for diagnosis in before.get("diagnoses", [])]
-        return {"repository": name, "rev": rev, "starter": summary(before), "refined": summary(after),
-                "round_keys": round_keys, "seconds": round(repository.seconds), "diagnoses": results}
+        results = []
+        for number, (policy, before) in enumerate(zip(policies, doctored, strict=True)):
+            last = number == len(policies) - 1
+            refined, after = (policy, before) if last else (policies[number + 1], doctored[number + 1])
+            round_keys = changed_keys(policy, refined)
+            left = {identity(d) for d in after.get("diagnoses", [])}
+            for diagnosis in before.get("diagnoses", []):
+                if last or identity(diagnosis) not in left:
+                    results.append({"round": number + 1, **judge(diagnosis, repository, policy, refined,
+                                                                 round_keys, built_in, after)})
+        return {"repository": name, "rev": rev, "rounds": [summary(d) for d in doctored],
+                "seconds": round(repository.seconds), "diagnoses": results}
 
 
 def judge(diagnosis: dict[str, Any], repository: Repository, starter: dict[str, Any],
@@ -248,6 +264,8 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("repositories", nargs="+", metavar="owner/name=PATH[@REV]")
     parser.add_argument("--cache-dir", type=Path, default=Path(tempfile.gettempdir()) / "prtriage-eval-hints")
+    parser.add_argument("--rounds", type=int, default=5, help="refine rounds to follow at most (init's "
+                        "default)")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "out" / "eval_hints.json")
     args = parser.parse_args(argv)
     results = []
@@ -256,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
         path, _, rev = location.partition("@")
         if not name or not path:
             parser.error(f"{spec}: expected owner/name=PATH[@REV]")
-        results.append(evaluate(name, path, rev or "HEAD", args.cache_dir))
+        results.append(evaluate(name, path, rev or "HEAD", args.cache_dir, args.rounds))
         print(f"{name}: {len(results[-1]['diagnoses'])} diagnoses, {results[-1].get('seconds')} s",
               file=sys.stderr, flush=True)
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -72,6 +72,13 @@ def test_a_stubbed_packages_value_reaching_the_code_asks_for_the_real_package() 
     assert "`harness.real_packages: [pytest]`" in hint.advice
 
 
+def test_a_capture_out_of_time_asks_for_more_seconds() -> None:
+    # RLinf's unit-test workflow steps run pytest over hundreds of tests in the capture's share of time
+    hint = hint_for(None, "pytest run 1: pytest ran out of its 5.84375s after collecting 9 test(s); "
+                          "pytest run 3: pytest ran out of its 5.94833s after collecting 89 test(s)")
+    assert hint is not None and hint.keys == ("harness.limits.suite_seconds",)
+
+
 def test_doctor_on_a_healthy_revision_exits_0_and_shows_what_capture_found(
         miles_repo: Path, prtriage_cache: Path) -> None:
     result = prtriage("doctor", "--repo", str(miles_repo), "--rev", "main", "--policy", str(MILES_POLICY),

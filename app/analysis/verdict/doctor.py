@@ -39,7 +39,7 @@ def hint_for(exception: str | None, message: str | None) -> Hint | None:
     """The policy keys that may help with an error; None when no heuristic knows it."""
     text = f"{exception or ''}: {message or ''}"
     for rule in (_undefined_fixture, _missing_file, _unreadable_file, _empty_file, _missing_module,
-                 _stub_value, _upstream_attribute, _unknown_flags):
+                 _stub_value, _upstream_attribute, _unknown_flags, _out_of_time):
         hint = rule(text)
         if hint is not None:
             return hint
@@ -121,6 +121,16 @@ def _unknown_flags(text: str) -> Hint | None:
     return Hint(("validation.unknown_flags", "validation.replace"),
                 "flags an absent upstream parser defines: replace that parser (`validation.replace` with "
                 "`argparse_with_provider`) or set `validation.unknown_flags: ignore`")
+
+
+def _out_of_time(text: str) -> Hint | None:
+    # a capture's pytest run, or a script, stopped by the time each may take (RLinf's unit-test steps
+    # collect hundreds of tests in their share of it)
+    if "ran out of its" not in text and "timed out after" not in text:
+        return None
+    return Hint(("harness.limits.suite_seconds",),
+                "it ran out of the time a script or suite may take: raise `harness.limits.suite_seconds` "
+                "(default 60) where the script does more than CI's launches")
 
 
 def _pattern(path: str) -> str:
