@@ -110,6 +110,11 @@ def merged(key: str, mine: Any, theirs: Any) -> Any:
         # one pin a distribution: the starter's where both pin it (two pins of one fail the install)
         pinned = {distribution(item) for item in mine}
         return [*mine, *(item for item in theirs if distribution(item) not in pinned)]
+    if key == "harness.fixtures" and isinstance(mine, list) and isinstance(theirs, list):
+        # the first fixture matching a path serves it: the built-in's specific paths before the starter's
+        # general pattern; a name the starter has stays the starter's
+        names = {item.get("name") for item in mine if isinstance(item, dict)} - {None}
+        return [*(item for item in theirs if item not in mine and item.get("name") not in names), *mine]
     if isinstance(mine, list) and isinstance(theirs, list):
         return [*mine, *(item for item in theirs if item not in mine)]
     if isinstance(mine, dict) and isinstance(theirs, dict):

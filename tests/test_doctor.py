@@ -79,6 +79,20 @@ def test_a_capture_out_of_time_asks_for_more_seconds() -> None:
     assert hint is not None and hint.keys == ("harness.limits.suite_seconds",)
 
 
+def test_a_check_refusing_a_served_host_file_asks_for_its_content() -> None:
+    # miles' GLM-5 scripts refuse the one small model's config the starter serves for every model directory
+    hint = hint_for(None, "RuntimeError: /root/models/GLM-5_4layer/config.json must use native GLM-5 config "
+                          "with model_type=glm_moe_dsa, architectures=[GlmMoeDsaForCausalLM], and "
+                          "num_hidden_layers=4 (at scripts/run_glm5_744b_a40b.py:139)")
+    assert hint is not None and hint.keys == ("harness.fixtures",)
+    assert "'/root/models/GLM-5_4layer/config.json'" in hint.advice
+    # a directory a test's own check found no output in is no file to serve
+    events = ("partial capture: after 13 launch(es): AssertionError: Event directory /node_public/dumps/"
+              "trainer_ft_deterministic_dp4_cp2/baseline/phase_a/events does not exist or is not a directory "
+              "(at miles/utils/test_utils/reconfigure_assertions.py:25)")
+    assert hint_for(None, events) is None
+
+
 def test_doctor_on_a_healthy_revision_exits_0_and_shows_what_capture_found(
         miles_repo: Path, prtriage_cache: Path) -> None:
     result = prtriage("doctor", "--repo", str(miles_repo), "--rev", "main", "--policy", str(MILES_POLICY),

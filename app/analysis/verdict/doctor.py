@@ -16,6 +16,9 @@ from app.analysis.verdict.health import Health, describe, notes, summary_line
 QUOTED_PATH = re.compile(r"""['"](/[^'"]+)['"]""")
 # `FileNotFoundError: /root/models/GLM-5_4layer/config.json not found`: a path the code's own message names
 BARE_PATH = re.compile(r"(?<![\w.])(/[\w.+-]+(?:/[\w.+*-]+)+)")
+# a file of a CI host's (a suffix: `config.json`, not a directory) named in a check's own message
+HOST_FILE = re.compile(r"(?<![\w.])(/(?!tmp/|repo/|proc/|usr/|dev/)[\w.+-]+(?:/[\w.+-]+)*"
+                       r"/[\w+-][\w.+-]*\.[A-Za-z]\w*)\b")
 UNDEFINED_FIXTURE = re.compile(r"names fixture '([^']+)', which harness.fixtures does not define")
 # what a stubbed package's stand-in gave the code, by its repr (app/sandbox/harness/stubs.py)
 STUB_VALUE = re.compile(r"<stub ([\w.]+)\.[\w.]+(?:\(\))?>")
@@ -39,7 +42,7 @@ def hint_for(exception: str | None, message: str | None) -> Hint | None:
     """The policy keys that may help with an error; None when no heuristic knows it."""
     text = f"{exception or ''}: {message or ''}"
     for rule in (_undefined_fixture, _missing_file, _unreadable_file, _empty_file, _missing_module,
-                 _stub_value, _upstream_attribute, _unknown_flags, _out_of_time):
+                 _stub_value, _upstream_attribute, _unknown_flags, _out_of_time, _file_content):
         hint = rule(text)
         if hint is not None:
             return hint
@@ -131,6 +134,16 @@ def _out_of_time(text: str) -> Hint | None:
     return Hint(("harness.limits.suite_seconds",),
                 "it ran out of the time a script or suite may take: raise `harness.limits.suite_seconds` "
                 "(default 60) where the script does more than CI's launches")
+
+
+def _file_content(text: str) -> Hint | None:
+    # a check refusing what the harness served at a CI host's file (`/root/models/GLM-5_4layer/config.json
+    # must use native GLM-5 config with model_type=glm_moe_dsa ...`): the file needs the content CI's has
+    path = HOST_FILE.search(text)
+    if path is None or not any(word in text for word in ("Error", "must", "expected", "nvalid")):
+        return None
+    return Hint(("harness.fixtures",), f"serve '{path.group(1)}' with the content the check asks for: a "
+                                       "fixture with that path (before a general pattern matching it too)")
 
 
 def _pattern(path: str) -> str:
