@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 COMPANIONS = {"harness.real_packages": ("harness.requirements", "harness.limits", "harness.stub_attributes")}
 TIMEOUT = 3600
 TEMPORARY = re.compile(r"/tmp/[^\s'\"]+")
-SECONDS = re.compile(r"\b\d+\.\d+ ?s\b")
+NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 
 def prtriage(*args: str, cache_dir: Path) -> tuple[int, dict[str, Any], float]:
@@ -71,10 +71,11 @@ def error_kind(diagnosis: dict[str, Any]) -> str:
 
 
 def identity(diagnosis: dict[str, Any]) -> tuple[str, str, str]:
-    # a temporary file's name differs between runs (`/tmp/session_verify_metrics_pqxvlfsx.jsonl`)
-    # nor a time that differs between runs (`pytest ran out of its 5.84375s`)
-    error = SECONDS.sub("N", TEMPORARY.sub("/tmp/...", diagnosis["error"]))
-    return diagnosis["where"], diagnosis["subject"], error
+    """What makes an error the same in another run: a temporary file's name (`/tmp/session_metrics_pq...`)
+    and a time (`pytest ran out of its 5.84375s`) differ between runs; a capture failure is its script's,
+    told by its reason's start (which of a step's pytest runs ran out of time differs too)."""
+    error = NUMBER.sub("N", TEMPORARY.sub("/tmp/...", diagnosis["error"]))
+    return diagnosis["where"], diagnosis["subject"], error if diagnosis["where"] == "base" else error[:60]
 
 
 def count_of(diagnosis: dict[str, Any], others: list[dict[str, Any]]) -> int:
