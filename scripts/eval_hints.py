@@ -198,7 +198,8 @@ def judge(diagnosis: dict[str, Any], repository: Repository, starter: dict[str, 
           after: dict[str, Any]) -> dict[str, Any]:
     """The diagnosis with its hint's keys tried (the refine round's values, else the built-in policy's)."""
     hint = diagnosis.get("hint") or {}
-    keys = list(hint.get("keys", []))
+    # a hint may name a key below the level policies are compared at (`matrix.sources[].env`)
+    keys = list(dict.fromkeys(".".join(key.replace("[]", "").split(".")[:2]) for key in hint.get("keys", [])))
     result = {**diagnosis, "kind": error_kind(diagnosis), "round_keys": round_keys,
               "after_round": count_of(diagnosis, after["diagnoses"]) if "diagnoses" in after else None}
     tried = [key for key in keys if key in round_keys]

@@ -93,6 +93,24 @@ def test_a_check_refusing_a_served_host_file_asks_for_its_content() -> None:
     assert hint_for(None, events) is None
 
 
+def test_a_request_the_sandbox_refuses_asks_to_replace_the_function_that_asked() -> None:
+    # slime's validation asks each external SGLang server its topology (its refine round answers `{}`)
+    hint = hint_for("RuntimeError", "Failed to fetch SGLang server info from http://0.0.0.0:13150: "
+                    "/server_info: HTTPConnectionPool(host='0.0.0.0', port=13150): Max retries exceeded with "
+                    "url: /server_info (Caused by NewConnectionError(\"HTTPConnection(host='0.0.0.0', "
+                    "port=13150): Failed to establish a new connection: [Errno 111] Connection refused\")) "
+                    "at slime/backends/sglang_utils/external.py:83")
+    assert hint is not None and hint.keys == ("validation.replace",)
+
+
+def test_a_ci_script_missing_a_runner_variable_asks_for_the_sources_env() -> None:
+    # slime's test scripts `os.environ.pop("http_proxy")`, which its self-hosted runner sets
+    hint = hint_for(None, "KeyError: 'http_proxy' (at tests/test_qwen2.5_0.5B_fanout_short.py:218)")
+    assert hint is not None and hint.keys == ("matrix.sources[].env",)
+    assert "`http_proxy: ''`" in hint.advice
+    assert hint_for(None, "KeyError: 'rollout_batch_size' (at train.py:3)") is None
+
+
 def test_doctor_on_a_healthy_revision_exits_0_and_shows_what_capture_found(
         miles_repo: Path, prtriage_cache: Path) -> None:
     result = prtriage("doctor", "--repo", str(miles_repo), "--rev", "main", "--policy", str(MILES_POLICY),

@@ -24,6 +24,13 @@ UNDEFINED_FIXTURE = re.compile(r"names fixture '([^']+)', which harness.fixtures
 STUB_VALUE = re.compile(r"<stub ([\w.]+)\.[\w.]+(?:\(\))?>")
 MODULE = re.compile(r"""No module named ['"]?([\w.]+)""")
 ATTRIBUTE = re.compile(r"""object has no attribute ['"](\w+)['"]""")
+# what a request to a server gives in the sandbox, which has no network (also read by the starter's refine
+# round, app/analysis/starter/starter_offline.py)
+NETWORK_CUES = ("Connection refused", "Failed to establish a new connection", "Name or service not known",
+                "Temporary failure in name resolution", "Network is unreachable", "urlopen error",
+                "Max retries exceeded", "NewConnectionError", "ConnectionError", "No route to host")
+# `os.environ["http_proxy"]` in a CI script: a variable's name (upper case, or a proxy's lower-case one)
+RUNNER_VARIABLE = re.compile(r"KeyError: '([A-Z][A-Z0-9_]*|\w*_proxy)'")
 UNREADABLE = ("PermissionError", "Permission denied", "IsADirectoryError", "NotADirectoryError")
 
 
@@ -41,8 +48,9 @@ class Hint:
 def hint_for(exception: str | None, message: str | None) -> Hint | None:
     """The policy keys that may help with an error; None when no heuristic knows it."""
     text = f"{exception or ''}: {message or ''}"
-    for rule in (_undefined_fixture, _missing_file, _unreadable_file, _empty_file, _missing_module,
-                 _stub_value, _upstream_attribute, _unknown_flags, _out_of_time, _file_content):
+    for rule in (_undefined_fixture, _no_network, _runner_variable, _missing_file, _unreadable_file,
+                 _empty_file, _missing_module, _stub_value, _upstream_attribute, _unknown_flags, _out_of_time,
+                 _file_content):
         hint = rule(text)
         if hint is not None:
             return hint
@@ -56,6 +64,23 @@ def _undefined_fixture(text: str) -> Hint | None:
         return None
     return Hint(("harness.fixtures",), f"define the fixture the replacement names: `name: {name.group(1)}`, "
                                        "with the content it stands for (and the `path` CI hosts have it at)")
+
+
+def _no_network(text: str) -> Hint | None:
+    if not any(cue in text for cue in NETWORK_CUES):
+        return None
+    return Hint(("validation.replace",),
+                "the sandbox has no network: replace the function of the tree that asks the server "
+                "(`with: return_value`, what a server with no facts would answer: `{}`, `[]`)")
+
+
+def _runner_variable(text: str) -> Hint | None:
+    name = RUNNER_VARIABLE.search(text)
+    if name is None:
+        return None
+    return Hint(("matrix.sources[].env",),
+                f"where the code reads it from `os.environ`, {name.group(1)} is a variable CI's runner has: "
+                f"set it in the source's `env` (`{name.group(1)}: ''`)")
 
 
 def _missing_file(text: str) -> Hint | None:
