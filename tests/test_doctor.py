@@ -111,6 +111,15 @@ def test_a_ci_script_missing_a_runner_variable_asks_for_the_sources_env() -> Non
     assert hint_for(None, "KeyError: 'rollout_batch_size' (at train.py:3)") is None
 
 
+def test_a_version_a_stub_lacks_asks_for_its_stub_attribute() -> None:
+    # verl checks vLLM's installed version before importing its rollout
+    hint = hint_for("ValueError", "vllm version None not supported and SGLang also not Found. Currently "
+                                  "supported vllm versions are 0.7.0+ at "
+                                  "verl/third_party/vllm/__init__.py:37")
+    assert hint is not None and hint.keys == ("harness.stub_attributes",)
+    assert "`vllm.__version__: X`" in hint.advice
+
+
 def test_doctor_on_a_healthy_revision_exits_0_and_shows_what_capture_found(
         miles_repo: Path, prtriage_cache: Path) -> None:
     result = prtriage("doctor", "--repo", str(miles_repo), "--rev", "main", "--policy", str(MILES_POLICY),

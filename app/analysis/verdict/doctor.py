@@ -31,6 +31,8 @@ NETWORK_CUES = ("Connection refused", "Failed to establish a new connection", "N
                 "Max retries exceeded", "NewConnectionError", "ConnectionError", "No route to host")
 # `os.environ["http_proxy"]` in a CI script: a variable's name (upper case, or a proxy's lower-case one)
 RUNNER_VARIABLE = re.compile(r"KeyError: '([A-Z][A-Z0-9_]*|\w*_proxy)'")
+# a stubbed package's version looked up and found None (`vllm version None not supported`)
+NO_VERSION = re.compile(r"\b([A-Za-z][\w.-]*) version None\b")
 UNREADABLE = ("PermissionError", "Permission denied", "IsADirectoryError", "NotADirectoryError")
 
 
@@ -49,8 +51,8 @@ def hint_for(exception: str | None, message: str | None) -> Hint | None:
     """The policy keys that may help with an error; None when no heuristic knows it."""
     text = f"{exception or ''}: {message or ''}"
     for rule in (_undefined_fixture, _no_network, _runner_variable, _missing_file, _unreadable_file,
-                 _empty_file, _missing_module, _stub_value, _upstream_attribute, _unknown_flags, _out_of_time,
-                 _file_content):
+                 _empty_file, _missing_module, _no_version, _stub_value, _upstream_attribute, _unknown_flags,
+                 _out_of_time, _file_content):
         hint = rule(text)
         if hint is not None:
             return hint
@@ -121,6 +123,15 @@ def _missing_module(text: str) -> Hint | None:
     return Hint(("harness.stub_modules", "harness.real_packages"),
                 f"stub {name} (`harness.stub_modules`), or make it real (`harness.real_packages`) when a "
                 "stub cannot stand in for it")
+
+
+def _no_version(text: str) -> Hint | None:
+    name = NO_VERSION.search(text)
+    if name is None:
+        return None
+    return Hint(("harness.stub_attributes",),
+                f"the code asked {name.group(1)}'s installed version, which a stub lacks: give it the "
+                f"version CI installs (`{name.group(1)}.__version__: X`, from the tree's lock or requirements)")
 
 
 def _stub_value(text: str) -> Hint | None:
