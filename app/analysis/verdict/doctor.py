@@ -131,7 +131,8 @@ def _no_version(text: str) -> Hint | None:
         return None
     return Hint(("harness.stub_attributes",),
                 f"the code asked {name.group(1)}'s installed version, which a stub lacks: give it the "
-                f"version CI installs (`{name.group(1)}.__version__: X`, from the tree's lock or requirements)")
+                f"version CI installs (`{name.group(1)}.__version__: X`, as the tree's lock or requirements "
+                "pin it)")
 
 
 def _stub_value(text: str) -> Hint | None:
