@@ -120,6 +120,22 @@ def test_a_version_a_stub_lacks_asks_for_its_stub_attribute() -> None:
     assert "`vllm.__version__: X`" in hint.advice
 
 
+def test_an_optional_import_the_code_checks_itself_asks_for_ci_has() -> None:
+    # Megatron-LM's Bert specs raise their own ImportError when `HAVE_TE` is False
+    hint = hint_for("ImportError", "Transformer Engine is not installed. Please use local Bert layer spec "
+                                   "instead. at megatron/core/models/bert/bert_layer_specs.py:53")
+    assert hint is not None and hint.keys == ("harness.ci_has", "harness.optional_imports")
+    module = hint_for("ModuleNotFoundError", "No module named 'sglang.srt'")
+    assert module is not None and module.keys == ("harness.stub_modules", "harness.real_packages")
+
+
+def test_a_dunder_attribute_a_stub_lacks_asks_for_the_real_package() -> None:
+    # megatron/rl/__init__.py reads a pydantic model's __fields__ at import; the starter stubbed pydantic
+    hint = hint_for("AttributeError", "__fields__ at megatron/rl/__init__.py:31")
+    assert hint is not None and hint.keys == ("harness.real_packages", "harness.requirements")
+    assert "`__fields__`" in hint.advice
+
+
 def test_doctor_on_a_healthy_revision_exits_0_and_shows_what_capture_found(
         miles_repo: Path, prtriage_cache: Path) -> None:
     result = prtriage("doctor", "--repo", str(miles_repo), "--rev", "main", "--policy", str(MILES_POLICY),

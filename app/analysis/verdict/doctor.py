@@ -33,6 +33,11 @@ NETWORK_CUES = ("Connection refused", "Failed to establish a new connection", "N
 RUNNER_VARIABLE = re.compile(r"KeyError: '([A-Z][A-Z0-9_]*|\w*_proxy)'")
 # a stubbed package's version looked up and found None (`vllm version None not supported`)
 NO_VERSION = re.compile(r"\b([A-Za-z][\w.-]*) version None\b")
+# the code's own refusal after an optional import took the absent branch (`try: import transformer_engine`
+# ... `raise ImportError("Transformer Engine is not installed. ...")`): no "No module named" in it
+NOT_INSTALLED = re.compile(r"ImportError: .*\b(?:is not installed|not available)", re.IGNORECASE)
+# a stub lacks the dunder attribute a real class has (`BaseModel.__fields__` on a stubbed pydantic)
+STUB_DUNDER = re.compile(r"AttributeError: (__\w+__)(?: at |$| \()")
 UNREADABLE = ("PermissionError", "Permission denied", "IsADirectoryError", "NotADirectoryError")
 
 
@@ -51,8 +56,8 @@ def hint_for(exception: str | None, message: str | None) -> Hint | None:
     """The policy keys that may help with an error; None when no heuristic knows it."""
     text = f"{exception or ''}: {message or ''}"
     for rule in (_undefined_fixture, _no_network, _runner_variable, _missing_file, _unreadable_file,
-                 _empty_file, _missing_module, _no_version, _stub_value, _upstream_attribute, _unknown_flags,
-                 _out_of_time, _file_content):
+                 _empty_file, _not_installed, _missing_module, _no_version, _stub_value, _stub_dunder,
+                 _upstream_attribute, _unknown_flags, _out_of_time, _file_content):
         hint = rule(text)
         if hint is not None:
             return hint
@@ -115,6 +120,15 @@ def _empty_file(text: str) -> Hint | None:
                 "a fixture with its path and the content CI hosts have")
 
 
+def _not_installed(text: str) -> Hint | None:
+    if NOT_INSTALLED.search(text) is None or MODULE.search(text):
+        return None
+    return Hint(("harness.ci_has", "harness.optional_imports"),
+                "the code's own check after an optional import, which took the branch of a host without the "
+                "package (`harness.optional_imports: absent`): list the package CI has in `harness.ci_has`, "
+                "or set `harness.optional_imports: stubbed`")
+
+
 def _missing_module(text: str) -> Hint | None:
     module = MODULE.search(text)
     if module is None and "ModuleNotFoundError" not in text and "ImportError" not in text:
@@ -145,6 +159,16 @@ def _stub_value(text: str) -> Hint | None:
     return Hint(("harness.real_packages", "harness.requirements"),
                 f"{name} is stubbed here and its stand-in reached this line: make it real "
                 f"(`harness.real_packages: [{name}]`, with `{name}` among `harness.requirements`)")
+
+
+def _stub_dunder(text: str) -> Hint | None:
+    dunder = STUB_DUNDER.search(text)
+    if dunder is None:
+        return None
+    return Hint(("harness.real_packages", "harness.requirements"),
+                f"a stub has no `{dunder.group(1)}`, which the real class does: make the package the object "
+                "at that line comes from real (`harness.real_packages`, its distribution among "
+                "`harness.requirements`)")
 
 
 def _upstream_attribute(text: str) -> Hint | None:
