@@ -136,6 +136,18 @@ def test_a_dunder_attribute_a_stub_lacks_asks_for_the_real_package() -> None:
     assert "`__fields__`" in hint.advice
 
 
+def test_what_a_stubbed_package_made_asks_for_the_real_package() -> None:
+    # torchtitan: `@torch.library.custom_op` on a stubbed torch leaves a plain function; tyro cannot build a
+    # parser from a config field typed with stubbed grain's ReadOptions
+    decorated = hint_for(None, "AttributeError: 'function' object has no attribute 'register_fake' "
+                               "(at torchtitan/distributed/minimal_async_ep/api.py:648)")
+    assert decorated is not None and decorated.keys == ("harness.real_packages", "harness.requirements")
+    parser = hint_for("SystemExit", "2: Invalid input to tyro.cli() Could not create CLI parser from the "
+                                    "provided type. • Type typing.Tuple[typing.Any, ...] with struct-type "
+                                    "values requires a default value. at torchtitan/config/manager.py:40")
+    assert parser is not None and parser.keys == ("harness.real_packages", "harness.requirements")
+
+
 def test_doctor_on_a_healthy_revision_exits_0_and_shows_what_capture_found(
         miles_repo: Path, prtriage_cache: Path) -> None:
     result = prtriage("doctor", "--repo", str(miles_repo), "--rev", "main", "--policy", str(MILES_POLICY),

@@ -38,6 +38,9 @@ NO_VERSION = re.compile(r"\b([A-Za-z][\w.-]*) version None\b")
 NOT_INSTALLED = re.compile(r"ImportError: .*\b(?:is not installed|not available)", re.IGNORECASE)
 # a stub lacks the dunder attribute a real class has (`BaseModel.__fields__` on a stubbed pydantic)
 STUB_DUNDER = re.compile(r"AttributeError: (__\w+__)(?: at |$| \()")
+# what a stubbed package's decorator gave back: the plain function (`@torch.library.custom_op` then
+# `.register_fake`), or a parser built from a config typed with a stubbed class (tyro on grain's)
+STUB_MADE = ("'function' object has no attribute", "Could not create CLI parser from the provided type")
 UNREADABLE = ("PermissionError", "Permission denied", "IsADirectoryError", "NotADirectoryError")
 
 
@@ -57,7 +60,7 @@ def hint_for(exception: str | None, message: str | None) -> Hint | None:
     text = f"{exception or ''}: {message or ''}"
     for rule in (_undefined_fixture, _no_network, _runner_variable, _missing_file, _unreadable_file,
                  _empty_file, _not_installed, _missing_module, _no_version, _stub_value, _stub_dunder,
-                 _upstream_attribute, _unknown_flags, _out_of_time, _file_content):
+                 _stub_made, _upstream_attribute, _unknown_flags, _out_of_time, _file_content):
         hint = rule(text)
         if hint is not None:
             return hint
@@ -168,6 +171,15 @@ def _stub_dunder(text: str) -> Hint | None:
     return Hint(("harness.real_packages", "harness.requirements"),
                 f"a stub has no `{dunder.group(1)}`, which the real class does: make the package the object "
                 "at that line comes from real (`harness.real_packages`, its distribution among "
+                "`harness.requirements`)")
+
+
+def _stub_made(text: str) -> Hint | None:
+    if not any(cue in text for cue in STUB_MADE):
+        return None
+    return Hint(("harness.real_packages", "harness.requirements"),
+                "what a stubbed package made here (a decorator's function, a config field's type) lacks what "
+                "the real one has: make that package real (`harness.real_packages`, its distribution among "
                 "`harness.requirements`)")
 
 
