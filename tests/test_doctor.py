@@ -65,6 +65,106 @@ def test_imports_attributes_and_unknown_flags_name_their_keys() -> None:
     assert hint_for("AssertionError", "rollout batch size must divide by tp * pp") is None
 
 
+def test_a_missing_file_the_code_names_unquoted_asks_for_a_fixture() -> None:
+    # radixark/miles' scripts/run_glm5_744b_a40b.py raises its own FileNotFoundError (scripts/eval_hints.py)
+    hint = hint_for(None, "FileNotFoundError: /root/models/GLM-5_4layer/config.json not found "
+                          "(at scripts/run_glm5_744b_a40b.py:122)")
+    assert hint is not None and hint.keys == ("harness.fixtures",)
+    assert "'/root/models/*/config.json'" in hint.advice
+
+
+def test_a_fixture_the_policy_names_and_does_not_define_asks_for_it() -> None:
+    # a starter's `fixture_namespace` replacement before its refine round serves the fixture (miles, 68 of 68)
+    hint = hint_for(None, "replacement 'transformers:AutoConfig.from_pretrained' names fixture 'hf_config', "
+                          "which harness.fixtures does not define")
+    assert hint is not None and hint.keys == ("harness.fixtures",)
+    assert "`name: hf_config`" in hint.advice
+
+
+def test_a_stubbed_packages_value_reaching_the_code_asks_for_the_real_package() -> None:
+    # `sys.exit(pytest.main(...))` with pytest stubbed: miles' tests/e2e/sglang/*.py exit with the stand-in
+    hint = hint_for(None, "SystemExit: <stub pytest.main()> "
+                          "(at tests/e2e/sglang/test_session_v1_v2_parity.py:84)")
+    assert hint is not None and hint.keys == ("harness.real_packages", "harness.requirements")
+    assert "`harness.real_packages: [pytest]`" in hint.advice
+
+
+def test_a_capture_out_of_time_asks_for_more_seconds() -> None:
+    # RLinf's unit-test workflow steps run pytest over hundreds of tests in the capture's share of time
+    hint = hint_for(None, "pytest run 1: pytest ran out of its 5.84375s after collecting 9 test(s); "
+                          "pytest run 3: pytest ran out of its 5.94833s after collecting 89 test(s)")
+    assert hint is not None and hint.keys == ("harness.limits.suite_seconds",)
+
+
+def test_a_check_refusing_a_served_host_file_asks_for_its_content() -> None:
+    # miles' GLM-5 scripts refuse the one small model's config the starter serves for every model directory
+    hint = hint_for(None, "RuntimeError: /root/models/GLM-5_4layer/config.json must use native GLM-5 config "
+                          "with model_type=glm_moe_dsa, architectures=[GlmMoeDsaForCausalLM], and "
+                          "num_hidden_layers=4 (at scripts/run_glm5_744b_a40b.py:139)")
+    assert hint is not None and hint.keys == ("harness.fixtures",)
+    assert "'/root/models/GLM-5_4layer/config.json'" in hint.advice
+    # a directory a test's own check found no output in is no file to serve
+    events = ("partial capture: after 13 launch(es): AssertionError: Event directory /node_public/dumps/"
+              "trainer_ft_deterministic_dp4_cp2/baseline/phase_a/events does not exist or is not a directory "
+              "(at miles/utils/test_utils/reconfigure_assertions.py:25)")
+    assert hint_for(None, events) is None
+
+
+def test_a_request_the_sandbox_refuses_asks_to_replace_the_function_that_asked() -> None:
+    # slime's validation asks each external SGLang server its topology (its refine round answers `{}`)
+    hint = hint_for("RuntimeError", "Failed to fetch SGLang server info from http://0.0.0.0:13150: "
+                    "/server_info: HTTPConnectionPool(host='0.0.0.0', port=13150): Max retries exceeded with "
+                    "url: /server_info (Caused by NewConnectionError(\"HTTPConnection(host='0.0.0.0', "
+                    "port=13150): Failed to establish a new connection: [Errno 111] Connection refused\")) "
+                    "at slime/backends/sglang_utils/external.py:83")
+    assert hint is not None and hint.keys == ("validation.replace",)
+
+
+def test_a_ci_script_missing_a_runner_variable_asks_for_the_sources_env() -> None:
+    # slime's test scripts `os.environ.pop("http_proxy")`, which its self-hosted runner sets
+    hint = hint_for(None, "KeyError: 'http_proxy' (at tests/test_qwen2.5_0.5B_fanout_short.py:218)")
+    assert hint is not None and hint.keys == ("matrix.sources[].env",)
+    assert "`http_proxy: ''`" in hint.advice
+    assert hint_for(None, "KeyError: 'rollout_batch_size' (at train.py:3)") is None
+
+
+def test_a_version_a_stub_lacks_asks_for_its_stub_attribute() -> None:
+    # verl checks vLLM's installed version before importing its rollout
+    hint = hint_for("ValueError", "vllm version None not supported and SGLang also not Found. Currently "
+                                  "supported vllm versions are 0.7.0+ at "
+                                  "verl/third_party/vllm/__init__.py:37")
+    assert hint is not None and hint.keys == ("harness.stub_attributes",)
+    assert "`vllm.__version__: X`" in hint.advice
+
+
+def test_an_optional_import_the_code_checks_itself_asks_for_ci_has() -> None:
+    # Megatron-LM's Bert specs raise their own ImportError when `HAVE_TE` is False
+    hint = hint_for("ImportError", "Transformer Engine is not installed. Please use local Bert layer spec "
+                                   "instead. at megatron/core/models/bert/bert_layer_specs.py:53")
+    assert hint is not None and hint.keys == ("harness.ci_has", "harness.optional_imports")
+    module = hint_for("ModuleNotFoundError", "No module named 'sglang.srt'")
+    assert module is not None and module.keys == ("harness.stub_modules", "harness.real_packages")
+
+
+def test_a_dunder_attribute_a_stub_lacks_asks_for_the_real_package() -> None:
+    # megatron/rl/__init__.py reads a pydantic model's __fields__ at import; the starter stubbed pydantic
+    hint = hint_for("AttributeError", "__fields__ at megatron/rl/__init__.py:31")
+    assert hint is not None and hint.keys == ("harness.real_packages", "harness.requirements")
+    assert "`__fields__`" in hint.advice
+
+
+def test_what_a_stubbed_package_made_asks_for_the_real_package() -> None:
+    # torchtitan: `@torch.library.custom_op` on a stubbed torch leaves a plain function; tyro cannot build a
+    # parser from a config field typed with stubbed grain's ReadOptions
+    decorated = hint_for(None, "AttributeError: 'function' object has no attribute 'register_fake' "
+                               "(at torchtitan/distributed/minimal_async_ep/api.py:648)")
+    assert decorated is not None and decorated.keys == ("harness.real_packages", "harness.requirements")
+    parser = hint_for("SystemExit", "2: Invalid input to tyro.cli() Could not create CLI parser from the "
+                                    "provided type. • Type typing.Tuple[typing.Any, ...] with struct-type "
+                                    "values requires a default value. at torchtitan/config/manager.py:40")
+    assert parser is not None and parser.keys == ("harness.real_packages", "harness.requirements")
+
+
 def test_doctor_on_a_healthy_revision_exits_0_and_shows_what_capture_found(
         miles_repo: Path, prtriage_cache: Path) -> None:
     result = prtriage("doctor", "--repo", str(miles_repo), "--rev", "main", "--policy", str(MILES_POLICY),

@@ -15,10 +15,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from app.analysis.core.model import Outcome
+from app.analysis.verdict.doctor import NETWORK_CUES
 
-NETWORK_CUES = ("Connection refused", "Failed to establish a new connection", "Name or service not known",
-                "Temporary failure in name resolution", "Network is unreachable", "urlopen error",
-                "Max retries exceeded", "NewConnectionError", "ConnectionError", "No route to host")
 EMPTY_BY_ANNOTATION: dict[str, Any] = {
     "dict": {}, "Dict": {}, "Mapping": {}, "MutableMapping": {}, "list": [], "List": [], "Sequence": [],
     "tuple": [], "Tuple": [], "set": [], "str": "", "None": None}
