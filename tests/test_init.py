@@ -723,6 +723,45 @@ def test_init_tells_ci_has_a_declared_package_a_base_failure_says_is_not_install
     assert written["stub_attributes"]["transformer_engine.__version__"] == "2.17.1"
 
 
+# torchtitan's workflows install torchao (`USE_CPP=0 python -m pip install --pre torchao --index-url ...` in
+# the `script:` input of pytorch/test-infra's reusable linux_job_v2.yml); no dependency file names it
+CI_INSTALLS_TE = """\
+on: pull_request
+jobs:
+  gpu:
+    uses: some-org/infra/.github/workflows/linux_job.yml@main
+    with:
+      runner: linux.g5.4xlarge.nvidia.gpu
+      script: |
+        set -eux
+        pip install --force-reinstall --pre torch --index-url ${{ matrix.index-url }}
+        USE_CPP=0 python -m pip install --pre "transformer_engine[pytorch]==2.17.1" \\
+          --index-url ${{ matrix.index-url }}
+        bash tests/functional_tests/shell_test_utils/run_ci_test.sh
+"""
+
+
+def test_init_tells_ci_has_a_package_ci_workflows_install_a_base_failure_says_is_not_installed(
+        tmp_path: Path, prtriage_cache: Path) -> None:
+    # torchtitan from a plain install: 4 suites rejected at "torchao is not installed" (float8.py:78), the
+    # optional import absent here, which CI's workflows install and its dependency files do not name
+    tree = megatron_with_bert(tmp_path / "twin")
+    write(tree, {"uv.lock": '[[package]]\nname = "numpy"\nversion = "2.1.0"\n',
+                 ".github/workflows/functional.yml": CI_INSTALLS_TE})
+    run = prtriage("init", "--tree", str(tree), "--output", str(tmp_path / "starter.yml"), "--format", "json",
+                   cache_dir=prtriage_cache)
+    assert run.returncode == 0, run.describe()
+    health, rounds = run.json()["health"], run.json()["rounds"]
+    assert health["suites"] == 8 and health["base"]["accepted_share"] == 1.0, health
+    assert rounds[0] == ["harness.ci_has += transformer_engine (transformer-engine: "
+                         "megatron/core/models/bert_layer_specs.py:7 says it is not installed; CI's "
+                         "workflows install it)", "harness.stub_attributes.transformer_engine.__version__ = "
+                         "'2.17.1'"], rounds
+    written = yaml.safe_load((tmp_path / "starter.yml").read_text())["harness"]
+    assert written["ci_has"] == ["transformer_engine"]
+    assert written["stub_attributes"]["transformer_engine.__version__"] == "2.17.1"
+
+
 @pytest.mark.parametrize(("message", "files", "wanted"), [
     ("ImportError: fancy-attn package is required", {"uv.lock": 'name = "fancy-attn"\nversion = "2.1"\n'},
      {"fancy_attn.__version__": "2.1"}),
@@ -730,6 +769,10 @@ def test_init_tells_ci_has_a_declared_package_a_base_failure_says_is_not_install
      {"fancy_attn.__version__": "2.0"}),
     ("ValueError: fancy_attn not available", {"pyproject.toml": '[project]\ndependencies = ["fancy-attn"]\n'},
      {}),
+    ("ImportError: fancy_attn is not installed", {".github/workflows/gpu.yml": (
+        "on: pull_request\njobs:\n  gpu:\n    runs-on: [self-hosted]\n    steps:\n"
+        "      - run: USE_CPP=0 python -m pip install --pre fancy-attn==2.3 --index-url ${{ matrix.u }}\n")},
+     {"fancy_attn.__version__": "2.3"}),
 ])
 def test_refine_tells_ci_has_only_a_package_the_tree_declares_imports_and_this_machine_lacks(
         tmp_path: Path, message: str, files: dict[str, str], wanted: dict[str, str]) -> None:

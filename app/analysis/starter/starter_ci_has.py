@@ -8,9 +8,11 @@ sees. When a base failure's message says a package is missing ("X is not install
 available", "No module named 'x'", "please install X"), and X, its words joined as a distribution's name
 is (spaces, dashes, underscores and case aside: "Transformer Engine" is `transformer-engine` is
 `transformer_engine`), is a package the tree's dependency files ask for (what CI installs with the project)
-and the tree imports, absent here: CI has it. It goes to `harness.ci_has` (its optional imports stubbed, the
-branch CI takes), with its stub's `__version__` at the tree's pin (version checks follow the import). Read
-from the tree only: nothing is run.
+or its workflows install (torchtitan's torchao: `python -m pip install --pre torchao`, in no dependency
+file; `starter_tree.declared`) and the tree imports, absent here: CI has it. It goes to `harness.ci_has`
+(its optional imports stubbed, the branch CI takes), with its stub's `__version__` at the tree's pin, else
+the one the workflows' install commands agree on (version checks follow the import). Read from the tree
+only: nothing is run.
 """
 
 from __future__ import annotations
@@ -23,7 +25,14 @@ from pathlib import Path
 
 from app.analysis.core.model import Outcome
 from app.analysis.core.tree_reading import read_modules
-from app.analysis.starter.starter_tree import Starter, declared, import_names, installed, pinned_version
+from app.analysis.starter.starter_tree import (
+    Starter,
+    declared,
+    import_names,
+    in_dependency_files,
+    installed,
+    pinned_version,
+)
 
 _WORD = r"(?!(?:is|are|not|package|library|module)\b)[A-Za-z][\w.+-]*"
 # A name of up to three words before or after what says it is missing.
@@ -35,8 +44,9 @@ _MISSING_AFTER = re.compile(  # the name ends right before: "Transformer Engine 
 _MISSING_BEFORE = re.compile(  # the name starts right after: "requires transformer_engine"
     rf"(?:requires?:? |required: |install |No module named |missing (?:package |module )?)['\"`]?{_AFTER}",
     re.I)
-WHY = ("packages the tree's dependency files ask for (CI installs them with the project) that a base "
-       "failure said were not installed: their optional imports are stubbed, the branch CI takes")
+WHY = ("packages the tree's dependency files ask for (CI installs them with the project), or its workflows "
+       "install, that a base failure said were not installed: their optional imports are stubbed, the branch "
+       "CI takes")
 
 
 def ci_has_declared(starter: Starter, root: Path, failures: Iterable[Outcome]) -> list[str]:
@@ -55,8 +65,10 @@ def ci_has_declared(starter: Starter, root: Path, failures: Iterable[Outcome]) -
                 continue
             distribution, module = found
             has.append(module)
+            asked = "the tree's dependency files ask for it" if in_dependency_files(root, distribution) else \
+                "CI's workflows install it"
             changes.append(f"harness.ci_has += {module} ({distribution}: {_where(failure)} says it is not "
-                           "installed; the tree's dependency files ask for it)")
+                           f"installed; {asked})")
             changes += _stub_version(starter, root, distribution, module)
     if changes:
         harness["ci_has"] = has
@@ -107,7 +119,8 @@ def _stub_version(starter: Starter, root: Path, distribution: str, module: str) 
     attributes = starter.policy["harness"].setdefault("stub_attributes", {})
     key = f"{module}.__version__"
     version = None if key in attributes else \
-        pinned_version(root, distribution, exact=True) or pinned_version(root, distribution)
+        pinned_version(root, distribution, exact=True, ci_installs=True) or \
+        pinned_version(root, distribution, ci_installs=True)
     if version is None:
         if not attributes:
             del starter.policy["harness"]["stub_attributes"]

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from app.analysis.core.tree_reading import Module, read_text
+from app.analysis.starter.starter_ci_installs import installed_by_ci, normalized
 
 # With torch real: importing it maps more than 4 GiB of address space, and takes tens of seconds on a
 # loaded host.
@@ -67,9 +68,13 @@ def installed(name: str) -> bool:
 DEPENDENCY_FILES = ("uv.lock", "pyproject.toml", "setup.py", "requirements*.txt", "requirements/*.txt")
 
 
-def pinned_version(root: Path, distribution: str, *, exact: bool = False) -> str | None:
-    """The version of DISTRIBUTION the tree's dependency files give CI: a lock file's, else a pin `==X`,
-    else (unless EXACT) the highest allowed `<=X`, else the lowest `>=X` (a local part `+abc` dropped)."""
+def pinned_version(root: Path, distribution: str, *, exact: bool = False,
+                   ci_installs: bool = False) -> str | None:
+    """The version of DISTRIBUTION the tree's dependency files give CI, else (with CI_INSTALLS) the one
+    its workflows' install commands agree on (`pip install x==2.1`): a lock file's, else a pin `==X`, else
+    (unless EXACT) the highest allowed `<=X`, else the lowest `>=X` (a local part `+abc` dropped). Not
+    CI_INSTALLS for the analysis environment's requirements: a workflow may install from an index of its
+    own (`torch==2.14.0` from a release candidates' index), which pip here would not find."""
     name = "[-_.]".join(re.escape(part) for part in re.split(r"[-_.]", distribution))
     for pattern in DEPENDENCY_FILES:
         for path in sorted(root.glob(pattern)):
@@ -79,16 +84,29 @@ def pinned_version(root: Path, distribution: str, *, exact: bool = False) -> str
                 return locked.group(1).split("+")[0]
             pins = rf"(?<![\w-]){name}\s*(?:\[[^\]]*\])?\s*((?:[<>=!~]=?\s*[\w.*]+\s*,?\s*)+)"
             for specifiers in re.findall(pins, text, re.I):
-                found: dict[str, str] = dict(re.findall(r"(==|<=|>=)\s*([\w.]+)", specifiers))
-                for operator in ("==",) if exact else ("==", "<=", ">="):
-                    if operator in found:
-                        return found[operator].split("+")[0]
+                version = _pin(specifiers, exact)
+                if version:
+                    return version
+    return _pin(installed_by_ci(root).get(normalized(distribution), ""), exact) if ci_installs else None
+
+
+def _pin(specifiers: str, exact: bool) -> str | None:
+    found: dict[str, str] = dict(re.findall(r"(==|<=|>=)\s*([\w.]+)", specifiers))
+    for operator in ("==",) if exact else ("==", "<=", ">="):
+        if operator in found:
+            return found[operator].split("+")[0]
     return None
 
 
 def declared(root: Path, distribution: str) -> bool:
+    """Whether CI installs DISTRIBUTION: the tree's dependency files ask for it, with the project, or its
+    workflows' shell steps install it beside it (`pip install --pre torchao`: starter_ci_installs)."""
+    return in_dependency_files(root, distribution) or normalized(distribution) in installed_by_ci(root)
+
+
+def in_dependency_files(root: Path, distribution: str) -> bool:
     """Whether the tree's dependency files ask for DISTRIBUTION (a requirement line, a quoted entry of
-    pyproject's lists, a lock's package): what CI installs with the project."""
+    pyproject's lists, a lock's package)."""
     name = "[-_.]".join(re.escape(part) for part in re.split(r"[-_.]", distribution))
     entry = re.compile(rf'(?:^\s*|["\']|^name = "){name}(?=\s*(?:\[|[<>=!~;]|["\']|$))', re.M | re.I)
     return any(entry.search(read_text(path)) for pattern in DEPENDENCY_FILES for path in root.glob(pattern))
