@@ -140,7 +140,7 @@ def test_the_installed_command_too(argv: list[str], env: dict[str, str], named: 
      "matrix.sources[0]: unknown key `launcher`, did you mean `launchers`?"),
     (MISSPELT_POLICY.replace("unknwon_flags", "unknown_flags").replace("kind: static", "kind: statc"),
      "matrix.sources[0]: unknown kind `statc` (expected 'record_launches', 'workflow_rows', 'static', "
-     "'python_definitions', 'workflow_steps', 'yaml_args', 'pytest_launches')"),
+     "'python_definitions', 'workflow_steps', 'yaml_args', 'pytest_launches', 'computed_matrix')"),
     (MISSPELT_POLICY.replace("unknwon_flags: error", "unknown_flags: warn"),
      "validation.unknown_flags: expected 'error' or 'ignore'"),
     (MISSPELT_POLICY.replace("unknwon_flags: error", "unknown_flags: error")
