@@ -39,6 +39,7 @@ from app.analysis.sources.workflow_rows import (
     _text,
     expand_matrix,
     read_workflow,
+    tree_workflows,
     workflow_jobs,
 )
 
@@ -302,12 +303,7 @@ def detect(root: Path, recording: dict[str, Any]) -> Iterator[tuple[dict[str, An
 
 def computed_jobs(root: Path) -> Iterator[tuple[str, dict[str, Any], str, MatrixReference, OutputStep]]:
     """Each job of the tree's workflows whose matrix a step of another job computes."""
-    for path in sorted((root / ".github" / "workflows").glob("*.y*ml")):
-        workflow = f".github/workflows/{path.name}"
-        try:
-            jobs, _ = workflow_jobs(read_text(path), workflow)
-        except WorkflowError:
-            continue
+    for workflow, jobs in tree_workflows(root):
         for name, job in jobs.items():
             reference = matrix_reference(job)
             step = output_step(jobs, reference) if reference is not None else None

@@ -24,7 +24,7 @@ from app.analysis.core.policy import path_matches
 from app.analysis.core.tree_reading import read_text
 from app.analysis.sources.composite_actions import job_steps
 from app.analysis.sources.needs_outputs import OutputStep, matrix_reference, output_step
-from app.analysis.sources.workflow_rows import WorkflowError, workflow_jobs
+from app.analysis.sources.workflow_rows import tree_workflows
 
 _TEMPLATED = re.compile(r"(?<![\w./-])(?:\./)?([\w./-]*)\$\{\{\s*matrix\.[\w-]+\s*\}\}([\w.-]*\.sh)"
                         r"(?![\w.-])")
@@ -54,12 +54,7 @@ def _templated_globs(root: Path) -> dict[str, str]:
             raise FileNotFoundError(path)
         return read_text(root / path)
 
-    for workflow in sorted((root / ".github" / "workflows").glob("*.y*ml")):
-        path = f".github/workflows/{workflow.name}"
-        try:
-            jobs, _ = workflow_jobs(read_text(workflow), path)
-        except WorkflowError:
-            continue
+    for path, jobs in tree_workflows(root):
         for name, job in jobs.items():
             reference = matrix_reference(job)
             if not isinstance(job, dict) or (reference is not None

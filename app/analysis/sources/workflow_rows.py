@@ -88,6 +88,20 @@ def workflow_jobs(text: str, path: str) -> tuple[dict[str, Any], dict[str, Any]]
     return {str(k): v for k, v in jobs.items()}, _mapping(workflow.get("env"))
 
 
+def tree_workflows(root: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Each workflow file of ROOT's `.github/workflows` with its jobs by id (`workflow_jobs`), by its path in
+    the tree; a file that cannot be read as one is skipped (it gives CI no job either)."""
+    for file in sorted((root / ".github" / "workflows").glob("*.y*ml")):
+        path = f".github/workflows/{file.name}"
+        try:
+            if file.stat().st_size > MAX_WORKFLOW_BYTES:  # not read at all: the file is a pull request's
+                continue
+            jobs, _ = workflow_jobs(read_text(file), path)
+        except (OSError, WorkflowError):
+            continue
+        yield path, jobs
+
+
 
 def bounded_yaml(text: str, path: str) -> Any:
     """A workflow or action file's YAML, read within bounds (size, depth, values once aliases are expanded:

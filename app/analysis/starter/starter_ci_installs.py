@@ -23,7 +23,7 @@ from typing import Any
 
 from app.analysis.core.tree_reading import read_text
 from app.analysis.sources.composite_actions import job_steps
-from app.analysis.sources.workflow_rows import MAX_WORKFLOW_BYTES, WorkflowError, workflow_jobs
+from app.analysis.sources.workflow_rows import MAX_WORKFLOW_BYTES, WorkflowError, tree_workflows
 
 _EXPRESSION = re.compile(r"\$\{\{.*?\}\}", re.S)
 _REQUIREMENT = re.compile(
@@ -81,16 +81,12 @@ def _run_texts(root: Path) -> Iterator[str]:
     def read(path: str) -> str:
         return _bounded(root / path)
 
-    for workflow in sorted((root / ".github" / "workflows").glob("*.y*ml")):
-        try:
-            jobs, _ = workflow_jobs(_bounded(workflow), workflow.name)
-        except (OSError, WorkflowError):
-            continue
+    for workflow, jobs in tree_workflows(root):
         for name, job in jobs.items():
             if not isinstance(job, dict):
                 continue
             yield from _inputs(job)
-            for job_step in job_steps(job.get("steps"), read, [], f"{workflow.name}:{name}"):
+            for job_step in job_steps(job.get("steps"), read, [], f"{workflow}:{name}"):
                 run = job_step.step.get("run")
                 yield from [run] if isinstance(run, str) else _inputs(job_step.step)
 
