@@ -833,6 +833,53 @@ def test_refine_pins_asked_package_versions_and_replaces_a_function_failing_on_a
     assert refine(refined, suites, health, tmp_path).rounds[-1] == []
 
 
+def test_refine_leaves_a_src_layout_launch_alone_and_names_its_modules_as_ci_imports_them(
+        tmp_path: Path) -> None:
+    """PrimeIntellect-ai/prime-rl: the tree's package lives under src/ (and in a uv workspace member's src/);
+    a launch's entry function `rl(config)` failed at `config.run.name` and imports the tree's own
+    `prime_rl.trainer` in its body, after that line. The round replaced the whole entry with `return None`
+    (target `src.prime_rl.entrypoints.rl:rl`), taking the tree's package for an absent one: a suite would
+    then be accepted with nothing validated. A src-layout helper that does import an absent package before
+    its failing line is still answered, under the name CI imports it by."""
+    starter = detect(megatron_shaped(tmp_path))
+    write(tmp_path, {
+        "pyproject.toml": 'dependencies = ["vllm<=0.12.0"]\n[tool.uv.sources]\n'
+                          'kite-configs = { path = "packages/kite-configs", editable = true }\n',
+        "packages/kite-configs/src/kite/configs/__init__.py": "class RunConfig:\n    name = None\n",
+        "src/kite/__init__.py": "", "src/kite/trainer/__init__.py": "def warm():\n    pass\n",
+        "src/kite/entrypoints/rl.py": "def rl(config):\n    assert config.run.name is not None\n"
+                                      "    from kite.trainer import warm\n\n    warm()\n",
+        "src/kite/lora.py": "from typing import get_args\n\n\ndef max_rank(rank):\n"
+                            "    from vllm.config.lora import MaxLoRARanks\n\n"
+                            "    return sorted(get_args(MaxLoRARanks))[-1]\n"})
+    outcomes = {"a": Outcome("rejected", "AttributeError", "'FieldInfo' object has no attribute 'name'",
+                             "src/kite/entrypoints/rl.py", 2),
+                "b": Outcome("rejected", "IndexError", "list index out of range", "src/kite/lora.py", 7)}
+    suites = tuple(Suite(key, "r", ("--x",), entry="pretrain_gpt.py") for key in outcomes)
+    before = list(starter.policy["validation"].get("replace", []))
+
+    def replaced(keys: str) -> list[dict]:
+        health = assess(Matrix(suites, scripts=1, captured=1),
+                        {key: SuiteResult(key, outcomes[key]) for key in keys}, {}, {})
+        return refine(starter, suites, health, tmp_path).policy["validation"].get("replace", [])[len(before):]
+
+    assert replaced("a") == []
+    assert replaced("ab") == [{"target": "kite.lora:max_rank", "with": "return_value", "value": None,
+                               "only_if_missing": False}]
+
+
+def test_tree_modules_are_named_as_ci_imports_them(tmp_path: Path) -> None:
+    """`src/` (a src layout's, a uv workspace member's) is where CI imports from; a `src/` that is a
+    package itself (`src/__init__.py`) is imported as `src.x`, and the rest of the tree by its path."""
+    from app.analysis.core.tree_reading import read_modules
+
+    write(tmp_path, {"pyproject.toml": '[tool.uv.sources]\nconf = { path = "packages/conf" }\n',
+                     "src/kite/run.py": "", "packages/conf/src/conf/core.py": "", "tools/plot.py": ""})
+    assert sorted(read_modules(tmp_path, lambda text: True)) == ["conf.core", "kite.run", "tools.plot"]
+    write(tmp_path, {"src/__init__.py": ""})
+    assert "src.kite.run" in read_modules(tmp_path, lambda text: True)
+
+
 def test_refine_pins_a_version_the_code_looked_up_and_found_none(tmp_path: Path) -> None:
     # verl: `importlib.metadata.version("vllm")` caught as None, then "vllm version None not supported"
     starter = detect(megatron_shaped(tmp_path))

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import ast
 import functools
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+
+from app.sandbox.harness.common import import_roots
 
 MAX_FILE_BYTES = 2_000_000  # a generated or vendored file is not where a validator lives
 SKIP_DIRS = frozenset({".git", ".github", "docs", "doc", "third_party", "3rdparty", "node_modules", "build",
@@ -42,7 +45,9 @@ class Module:
 
 
 def read_modules(root: Path, wanted: Callable[[str], bool]) -> dict[str, Module]:
+    """The tree's Python files whose text WANTED accepts, by the dotted name CI imports each under."""
     found: dict[str, Module] = {}
+    prefixes = import_prefixes(root)
     for path in sorted(root.rglob("*.py")):
         relative = path.relative_to(root)
         if any(part in SKIP_DIRS or part.startswith(".") for part in relative.parts[:-1]):
@@ -55,10 +60,34 @@ def read_modules(root: Path, wanted: Callable[[str], bool]) -> dict[str, Module]
             continue
         if not wanted(text):
             continue
-        parts = relative.with_suffix("").parts
-        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        name = module_name(relative.as_posix(), prefixes)
         found[name] = Module(name, relative.as_posix(), text)
     return found
+
+
+def import_prefixes(root: Path) -> list[str]:
+    """The tree's directories CI imports its packages from, repo-relative and deepest first ("" for the
+    root): the harness's import roots (a src layout's `src/`, a uv workspace member's), less one that is a
+    package itself (`src/__init__.py`: imported as `src.x`)."""
+    repo = os.path.abspath(root)
+    top = repo.rstrip("/") + "/"
+    found = [path[len(top):].rstrip("/") + "/" for path in import_roots(repo) if path.startswith(top)
+             and not Path(path, "__init__.py").exists()]
+    return [*sorted(found, key=len, reverse=True), ""]
+
+
+def module_name(path: str, prefixes: list[str]) -> str:
+    """The dotted name a repo-relative PATH is imported under: relative to the deepest of PREFIXES
+    (import_prefixes) holding it (`src/prime_rl/x.py` -> `prime_rl.x` in a src layout)."""
+    under = next((prefix for prefix in prefixes if path.startswith(prefix)), "")
+    parts = PurePosixPath(path[len(under):]).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1:] == ("__init__",) else parts)
+
+
+def tree_package(root: Path, top: str, prefixes: list[str]) -> bool:
+    """Whether the tree holds the top-level package or module TOP at one of its import PREFIXES."""
+    return any((root / prefix / top).is_dir() or (root / prefix / f"{top}.py").is_file()
+               for prefix in prefixes)
 
 
 def read_text(path: Path) -> str:

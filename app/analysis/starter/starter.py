@@ -30,7 +30,14 @@ import yaml
 
 from app.analysis.core.model import Outcome, Suite
 from app.analysis.core.policy import path_matches
-from app.analysis.core.tree_reading import Module, read_modules, read_text
+from app.analysis.core.tree_reading import (
+    Module,
+    import_prefixes,
+    module_name,
+    read_modules,
+    read_text,
+    tree_package,
+)
 from app.analysis.sources.registry import KINDS
 from app.analysis.starter.starter_ci_has import ci_has_declared
 from app.analysis.starter.starter_offline import offline_answer
@@ -519,9 +526,10 @@ def _runner_variables(starter: Starter, root: Path, health: Health) -> list[str]
 
 
 def _asks_absent_package(starter: Starter, root: Path, error: Outcome) -> list[str]:
-    """A tree function that imports an absent (stubbed) package in its body and fails on what the stub gave
-    (`get_args(vllm.config.lora.MaxLoRARanks)` empty: IndexError): only the real package, in CI's image, can
-    answer it; replaced by a function returning None. Checked on the suites, the user keeps or drops it."""
+    """A tree function that imports an absent (stubbed) package in its body, before the line it fails at, and
+    fails on what the stub gave (`get_args(vllm.config.lora.MaxLoRARanks)` empty: IndexError): only the real
+    package, in CI's image, can answer it; replaced by a function returning None, named as CI imports its
+    module. Checked on the suites, the user keeps or drops it."""
     if error.exception not in ("IndexError", "TypeError", "AttributeError", "KeyError", "StopIteration") \
             or not error.path or not error.path.endswith(".py") or not error.line:
         return []
@@ -533,12 +541,17 @@ def _asks_absent_package(starter: Starter, root: Path, error: Outcome) -> list[s
                      and node.lineno <= error.line <= (node.end_lineno or node.lineno)), None)
     if function is None:
         return []
-    absent = [name for node in ast.walk(function) for name in import_names(node)
-              if not installed(name.split(".")[0]) and not (root / name.split(".")[0]).exists()]
-    replaces = starter.policy["validation"].setdefault("replace", [])
-    target = f"{error.path[:-3].replace('/', '.')}:{function.name}"
+    # Only an import that ran before the failing line can have given what failed there; a package of the
+    # tree's own (a src layout's, a workspace member's) is no absent one, whatever its directory.
+    prefixes = import_prefixes(root)
+    absent = [name for node in ast.walk(function) if getattr(node, "lineno", error.line) < error.line
+              for name in import_names(node) if not installed(name.split(".")[0])
+              and not tree_package(root, name.split(".")[0], prefixes)]
+    replaces = starter.policy["validation"].get("replace", [])
+    target = f"{module_name(error.path, prefixes)}:{function.name}"
     if not absent or any(r.get("target") == target for r in replaces):
         return []
+    starter.policy["validation"]["replace"] = replaces
     replaces.append({"target": target, "with": "return_value", "value": None, "only_if_missing": False})
     starter.why["validation.replace"] = "; ".join(filter(None, [starter.why.get("validation.replace"), (
         f"{function.name} asks {absent[0].split('.')[0]}, absent and stubbed here, what only the real "

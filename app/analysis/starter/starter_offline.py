@@ -11,10 +11,11 @@ for the user, in the health report. Read only from the tree: nothing is run.
 from __future__ import annotations
 
 import ast
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from app.analysis.core.model import Outcome
+from app.analysis.core.tree_reading import import_prefixes, module_name
 from app.analysis.verdict.doctor import NETWORK_CUES
 
 EMPTY_BY_ANNOTATION: dict[str, Any] = {
@@ -39,7 +40,7 @@ def offline_answer(error: Outcome, root: Path) -> tuple[dict[str, Any], str] | N
     empty = _empty_answer(function)
     if empty is None:
         return None
-    target = f"{_module_name(error.path)}:{qualname}"
+    target = f"{module_name(error.path, import_prefixes(root))}:{qualname}"
     reason = (f"{target} asks a server over the network ({message.strip()[:120]}...), which the sandbox "
               f"does not have: it answers {empty[0]!r}, a server with no facts")
     return {"target": target, "with": "return_value", "value": empty[0], "only_if_missing": False}, reason
@@ -99,7 +100,3 @@ def _returns_json(node: ast.AST) -> bool:
     return isinstance(node, ast.Return) and isinstance(node.value, ast.Call) \
         and isinstance(node.value.func, ast.Attribute) and node.value.func.attr == "json"
 
-
-def _module_name(path: str) -> str:
-    parts = PurePosixPath(path).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
