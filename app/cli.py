@@ -29,6 +29,7 @@ from app.analysis.core.policy import Policy, PolicyError, load_policy
 from app.analysis.core.policy_origin import REPO_POLICY, PolicyOrigin
 from app.analysis.sources.record_launches_keys import RecordLaunches
 from app.analysis.starter.starter import render as render_starter
+from app.analysis.starter.starter import undetected
 from app.analysis.starter.starter_tree import NoValidator
 from app.analysis.verdict.doctor import doctor_json, doctor_text
 from app.analysis.verdict.render import render
@@ -631,7 +632,7 @@ def init_command(args: argparse.Namespace) -> int:
                                    allow_unsandboxed=args.allow_unsandboxed,
                                    progress=progress_printer(args.progress), repository=repository_of(args))
     except NoValidator as exc:
-        return fail(args, f"init: {exc}", EXIT_CANNOT_RUN)
+        return _init_undetected(args, output, revision, str(exc))
     label = f"{revision.label} ({revision.sha})" if revision.sha else revision.label
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(render_starter(starter, header=[f"Detected at {label}."]))
@@ -651,6 +652,22 @@ def init_command(args: argparse.Namespace) -> int:
         print(f"wrote {output}")
         print(f"next: {following}")
     return EXIT_OK if health.could_analyse else EXIT_CANNOT_RUN
+
+
+def _init_undetected(args: argparse.Namespace, output: Path, revision: Revision, reason: str) -> int:
+    """Where nothing was detected the file is written all the same, with no source and the reason, for the
+    user to fill in (exit 3): README promises a file on every exit but bad usage."""
+    starter = undetected(revision.tree, reason)
+    label = f"{revision.label} ({revision.sha})" if revision.sha else revision.label
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(render_starter(starter, header=[f"Detected at {label}: no CI source."]))
+    following = (f"name the CI sources in {shlex.quote(str(output.resolve()))} (docs/policy.md, "
+                 f"`matrix.sources`), then {init_next_command(args, output, healthy=False)}")
+    args.learned.update(policy_file=str(output), policy=starter.policy, rounds=[], next=following)
+    if args.format != "json":
+        print(f"wrote {output}")
+        print(f"next: {following}")
+    return fail(args, f"init: {reason}", EXIT_CANNOT_RUN)
 
 
 def init_next_command(args: argparse.Namespace, written: Path, *, healthy: bool) -> str:

@@ -290,12 +290,29 @@ def test_init_bad_usage(tmp_path: Path, arguments: list[str], message: str) -> N
     assert run.returncode == 2 and message in run.stderr, run.describe()
 
 
-def test_init_on_a_tree_without_a_validator_exits_3(tmp_path: Path) -> None:
-    write(tmp_path / "tree", {"README.md": "nothing here\n"})
-    run = prtriage("init", "--tree", str(tmp_path / "tree"), "--output", str(tmp_path / "out.yml"),
+def test_init_on_a_tree_without_a_ci_source_writes_the_file_and_exits_3(tmp_path: Path) -> None:
+    """OpenRLHF/OpenRLHF: its one workflow builds a wheel and launches nothing, so no source is detected;
+    the file is written all the same (README: on every exit but bad usage), with no source and the
+    reason, a valid policy to fill in, and the next step names it."""
+    write(tmp_path / "tree", {"README.md": "nothing here\n", "kite/config.py": "import yaml\n",
+                              ".github/workflows/wheel.yml": "on: push\njobs:\n  build:\n    steps:\n"
+                                                             "    - run: python setup.py bdist_wheel\n"})
+    output = tmp_path / "out.yml"
+    run = prtriage("init", "--tree", str(tmp_path / "tree"), "--output", str(output),
                    cache_dir=tmp_path / "cache")
     assert run.returncode == 3 and "no command-line validator found" in run.stderr, run.describe()
-    assert not (tmp_path / "out.yml").exists()
+    assert f"wrote {output}" in run.stdout and f"--policy {output}" in run.stdout, run.describe()
+    text = output.read_text()
+    assert "sources: []" in text and "no CI source any kind of source detects" in text
+    policy = parse_policy(text, str(output))
+    assert policy.matrix.sources == [] and policy.validation.to_boundary
+    assert "yaml" in policy.harness.real_packages  # the configuration stack the tree imports
+    again = prtriage("init", "--tree", str(tmp_path / "tree"), "--output", str(output), "--force",
+                     "--format", "json", cache_dir=tmp_path / "cache")
+    document = json.loads(again.stdout)
+    assert again.returncode == 3 and document["error"]["kind"] == "analysis", again.describe()
+    assert document["policy_file"] == str(output) and document["policy"]["matrix"] == {"sources": []}
+    assert str(output.resolve()) in document["next"]
 
 
 SERVER_INFO = '''\

@@ -125,9 +125,8 @@ def detect(root: Path) -> Starter:
     recording = _recording(entry_pattern, modules)
     sources = list(_sources(root, recording))
     if not sources:
-        raise NoValidator(f"{found} no CI source this detection knows: GitHub workflow matrix rows naming "
-                          "scripts, scripts registering with CI, or test-definition lists (docs/policy.md, "
-                          "`matrix.sources`)")
+        raise NoValidator(f"{found} no CI source any kind of source detects in the tree's workflows and "
+                          f"tests ({', '.join(sorted(KINDS))}: docs/policy.md, `matrix.sources`)")
     starter.policy["matrix"] = {"sources": [source for source, _ in sources]}
     for index, (_, reason) in enumerate(sources):
         starter.why[f"matrix.sources[{index}]"] = reason
@@ -151,11 +150,12 @@ def detect(root: Path) -> Starter:
         starter.policy["harness"]["python"] = [python]
         starter.why["harness.python"] = (f"pyproject.toml's requires-python asks for Python {python} at "
                                          "least, newer than the one prtriage runs on: CI runs that one")
-    starter.why["harness.real_packages"] = ("packages the validation (or the programs CI launches) imports "
-                                            "that this machine has; every other missing module is stubbed")
+    starter.why["harness.real_packages"] = REAL_WHY
     return starter
 
 
+REAL_WHY = ("packages the validation (or the programs CI launches) imports that this machine has; every "
+            "other missing module is stubbed")
 _PROGRAM = re.compile(r"(?:\$\{?\w+\}?/|\./)?((?:[\w.+-]+/)*[\w.+-]+\.py)\b")
 
 
@@ -659,6 +659,19 @@ def _model_pattern(config: str) -> str:
     return "/".join([*parts[:-2], "*", parts[-1]]) if len(parts) > 3 else config
 
 
+def undetected(root: Path, reason: str) -> Starter:
+    """The policy `init` writes where it detects no CI source (REASON): each launch run to its training
+    boundary, no source yet, and the packages the tree's configuration stack needs, to fill in by hand: `init`
+    writes a file whatever it found."""
+    modules = read_modules(root, lambda text: True)
+    starter = Starter({"version": 1, "validation": {"mode": "boundary"}, "matrix": {"sources": []},
+                       "harness": packages_harness(root, [], modules, modules.values())})
+    starter.why["matrix.sources"] = (f"{reason}. Name here how CI starts its suites, then run `prtriage "
+                                     "doctor` on this file")
+    starter.why["harness.real_packages"] = REAL_WHY
+    return starter
+
+
 def render(starter: Starter, header: Iterable[str] = ()) -> str:
     """The policy as YAML, each section and source preceded by the reasons it was chosen."""
     lines = [f"# {line}" for line in header]
@@ -673,7 +686,7 @@ def render(starter: Starter, header: Iterable[str] = ()) -> str:
         for inner, item in value.items():
             lines += _comment(starter.why, f"{key}.{inner}", indent="  ")
             if key == "matrix" and inner == "sources":
-                lines.append("  sources:")
+                lines.append("  sources:" if item else "  sources: []")
                 for index, source in enumerate(item):
                     lines += _comment(starter.why, f"matrix.sources[{index}]", indent="    ")
                     dumped = yaml.safe_dump([source], sort_keys=False, width=100).rstrip()
