@@ -399,3 +399,86 @@ def test_a_node_id_too_long_for_a_suite_id_keeps_its_start_and_a_digest() -> Non
     assert all(len(suite_id) <= 180 for suite_id in ids) and ids[0] != ids[1]
     assert ids[0].startswith("tests/test_cli.py::test_cp[tune cp recipe /home/1")
     assert bounded_id("tests/test_e2e.py::test_train[4]") == "tests/test_e2e.py::test_train[4]"
+
+
+# inclusionAI/AReaL's shape (main 4aef98d8d, `.github/workflows/test-areal.yml`): the pytest job's matrix is
+# `variant: ${{ fromJson(needs.determine-variants.outputs.matrix) }}`, which a step of another job writes to
+# $GITHUB_OUTPUT (`["sglang","vllm"]` unless a dispatch input names one), and each row excludes the other
+# backend's tests (`EXCLUDE_BACKEND: ${{ matrix.variant == 'sglang' && 'vllm' || 'sglang' }}`, `pytest -m "not
+# ${EXCLUDE_BACKEND}"`). Reading the workflow gave no row: its steps were left out, said nowhere (0 scripts).
+BACKEND_TESTS = '''\
+import subprocess
+import sys
+
+import pytest
+
+
+@pytest.mark.sglang
+def test_sglang():
+    subprocess.run([sys.executable, "train.py", "--tp", "2"], check=True)
+
+
+@pytest.mark.vllm
+def test_vllm():
+    subprocess.run([sys.executable, "train.py", "--tp", "4"], check=True)
+'''
+VARIANT_WORKFLOW = '''\
+name: areal
+on:
+  workflow_call:
+    inputs:
+      variant: {type: string, default: both}
+jobs:
+  determine-variants:
+    runs-on: ubuntu-latest
+    outputs:
+      matrix: ${{ steps.set-matrix.outputs.matrix }}
+    steps:
+      - name: Set variant matrix
+        id: set-matrix
+        run: |
+          VARIANT="${{ inputs.variant || 'both' }}"
+          if [ "$VARIANT" = "both" ]; then
+            echo 'matrix=["sglang","vllm"]' >> "$GITHUB_OUTPUT"
+          else
+            echo "matrix=[\\"$VARIANT\\"]" >> "$GITHUB_OUTPUT"
+          fi
+  unit-tests:
+    needs: [determine-variants]
+    strategy:
+      matrix:
+        variant: ${{ fromJson(needs.determine-variants.outputs.matrix) }}
+    runs-on: [self-hosted, gpu]
+    env:
+      EXCLUDE_BACKEND: ${{ matrix.variant == 'sglang' && 'vllm' || 'sglang' }}
+    steps:
+      - uses: actions/checkout@v6
+      - name: Run unit tests
+        run: |
+          export PATH="/opt/.venv/bin:$PATH"
+          pytest -m "not ${EXCLUDE_BACKEND}" tests/
+'''
+
+
+def test_a_pytest_job_whose_matrix_another_job_computes_runs_each_row_the_producer_gives(
+        tmp_path: Path) -> None:
+    working_sandbox()
+    files = {"train.py": TRAIN, "tests/test_backends.py": BACKEND_TESTS,
+             "pytest.ini": "[pytest]\nmarkers =\n    sglang: sglang\n    vllm: vllm\n",
+             ".github/workflows/test-areal.yml": VARIANT_WORKFLOW}
+    repo = write_repo(tmp_path, files)
+    matrix, _ = capture_matrix(repo, policy(), cache_dir=None, interpreter=with_pytest())
+    # row sglang excludes vllm's test, row vllm sglang's: each backend's launch once
+    assert sorted((suite.id, tuple(suite.argv)) for suite in matrix.suites) == [
+        ("tests/test_backends.py::test_sglang", ("--tp", "2")),
+        ("tests/test_backends.py::test_vllm", ("--tp", "4"))]
+    assert (matrix.scripts, matrix.captured, matrix.failed) == (2, 2, ())
+    # a producer that gives nothing here: the job's steps are left out, and the health says why
+    silent = VARIANT_WORKFLOW.replace("""echo 'matrix=["sglang","vllm"]' >> "$GITHUB_OUTPUT\"""", "true")
+    repo = write_repo(tmp_path / "silent", {**files, ".github/workflows/test-areal.yml": silent})
+    matrix, _ = capture_matrix(repo, policy(), cache_dir=None, interpreter=with_pytest())
+    assert matrix.suites == ()
+    [failure] = matrix.failed
+    assert failure.script == ".github/workflows/test-areal.yml:unit-tests"
+    assert failure.reason == ("matrix from determine-variants's output matrix not computed (step set-matrix "
+                              "wrote no matrix to $GITHUB_OUTPUT): its steps are left out")

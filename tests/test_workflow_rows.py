@@ -149,8 +149,13 @@ def test_default_form_evaluation() -> None:
     assert evaluate("'a || b'", row) == "a || b"
     assert render("${{ matrix.info.flag }}-${{ matrix.info.zero || 7 }}", row) == "true-7"
     assert render(8, row) == "8"
-    for unknown in ("github.sha", "secrets.TOKEN || 'x'", "matrix.info.zero == 0 || 'x'",
-                    "fromJson('[1]') || 'x'", "matrix.info.absent || github.ref"):
+    # GitHub's operators over the row (inclusionAI/AReaL's `EXCLUDE_BACKEND: ${{ matrix.variant == 'sglang'
+    # && 'vllm' || 'sglang' }}` was left unset, and its `pytest -m "not ${EXCLUDE_BACKEND}"` ran no test)
+    assert render("${{ matrix.info.use_deepep == '1' && 'deepep' || 'plain' }}", row) == "deepep"
+    assert render("${{ matrix.info.zero == 0 || 'x' }}-${{ !matrix.info.flag }}", row) == "true-false"
+    assert render("${{ fromJson('[1]') || 'x' }}", row) == "[1]"
+    for unknown in ("github.sha", "secrets.TOKEN || 'x'", "matrix.info.absent || github.ref",
+                    "hashFiles('x') || 'x'"):
         assert render("${{ " + unknown + " }}", row) is None, unknown
 
 

@@ -307,8 +307,8 @@ def test_an_unreadable_workflow_is_left_out_and_one_command_in_two_jobs_is_one_i
     def read(path: str) -> str:
         return texts[path]
 
-    items, disabled, not_considered = list_steps([*sorted(texts), "README.md"], read,
-                                                 source_of(verl_shaped_policy()))
+    listing = list_steps([*sorted(texts), "README.md"], read, source_of(verl_shaped_policy()))
+    items, disabled, not_considered = listing.items, list(listing.disabled), list(listing.not_considered)
     # e2e_ppo_trainer_again:1 runs the very command of e2e_ppo_trainer_fsdp:4, in the same environment
     assert [item["id"].removeprefix(WORKFLOW_PATH + ":") for item in items] == [
         "e2e_ppo_trainer_fsdp:4", "e2e_ppo_trainer_fsdp:5", "e2e_ppo_trainer_fsdp:6",
@@ -319,7 +319,8 @@ def test_an_unreadable_workflow_is_left_out_and_one_command_in_two_jobs_is_one_i
     # a job the policy leaves out that runs the source's scripts: not considered; pre_commit runs none
     source = source_of(verl_shaped_policy()).model_copy(
         update={"exclude_jobs": ["e2e_ppo_trainer_again", "e2e_switched_off", "pre_commit"]})
-    items, disabled, not_considered = list_steps(sorted(texts), read, source)
+    listing = list_steps(sorted(texts), read, source)
+    items, disabled, not_considered = listing.items, list(listing.disabled), list(listing.not_considered)
     assert [item["id"].removeprefix(WORKFLOW_PATH + ":") for item in items] == [
         "e2e_ppo_trainer_fsdp:4", "e2e_ppo_trainer_fsdp:5", "e2e_ppo_trainer_fsdp:6",
         "e2e_ppo_trainer_fsdp:7"]
@@ -476,7 +477,42 @@ def test_a_job_with_a_matrix_runs_its_steps_once_per_row() -> None:
     assert [(step.label, step.run.strip(), step.env["ENGINE"]) for step in listing.steps] == [
         ("w.yml:e2e[1]:1", "MODE=sync bash tests/special_e2e/run_function_reward.sh", "vllm"),
         ("w.yml:e2e[2]:1", "MODE=sync bash tests/special_e2e/run_function_reward.sh", "sglang")]
-    # a step whose text needs an expression the evaluator leaves out is left out, never guessed
-    assert [note for note in listing.notes if "expression not evaluated" in note] == [
+    # a step whose text needs an expression the evaluator leaves out is left out, never guessed, and said
+    assert [note for note in listing.left_out if "expression not evaluated" in note] == [
         "w.yml:e2e[1]:2: its text has an expression not evaluated: left out",
         "w.yml:e2e[2]:2: its text has an expression not evaluated: left out"]
+
+
+def test_a_job_whose_matrix_another_job_computes_takes_the_rows_it_gave() -> None:
+    """inclusionAI/AReaL: `variant: ${{ fromJson(needs.determine-variants.outputs.matrix) }}`. Its steps
+    were left out for a matrix 'not a list of rows', said only in a log."""
+    workflow = textwrap.dedent("""
+        jobs:
+          plan:
+            outputs: {models: "${{ steps.list.outputs.models }}"}
+            steps:
+              - id: list
+                run: echo 'models=["qwen","llama"]' >> "$GITHUB_OUTPUT"
+          e2e:
+            needs: plan
+            strategy:
+              matrix:
+                model: ${{ fromJson(needs.plan.outputs.models) }}
+            env:
+              ENGINE: ${{ matrix.model == 'qwen' && 'sglang' || 'vllm' }}
+            steps:
+              - run: MODEL=${{ matrix.model }} bash tests/special_e2e/run_function_reward.sh
+    """)
+    source = source_of(verl_shaped_policy())
+    rows = {"w.yml:e2e": [{"model": "qwen"}, {"model": "llama"}]}
+    listing = steps_from_workflow(workflow, "w.yml", source, computed=rows)
+    assert [(step.label, step.run.split()[0], step.env["ENGINE"]) for step in listing.steps] == [
+        ("w.yml:e2e[1]:1", "MODEL=qwen", "sglang"), ("w.yml:e2e[2]:1", "MODEL=llama", "vllm")]
+    assert listing.left_out == []
+    for computed, why in ((None, "its producing job did not run"),
+                          ({"w.yml:e2e": "step list wrote no models to $GITHUB_OUTPUT"},
+                           "step list wrote no models to $GITHUB_OUTPUT")):
+        listing = steps_from_workflow(workflow, "w.yml", source, computed=computed)
+        assert listing.steps == []
+        assert listing.left_out == [f"w.yml:e2e: matrix from plan's output models not computed ({why}): its "
+                                    "steps are left out"]

@@ -66,7 +66,8 @@ def capture_matrix(tree: Path, policy: Policy, *, cache_dir: Path | None, allow_
         if kind.recorded is not None:
             scripts[index] = list(listings[index].items)
             listed += [f"{index}:{part}" for part in kind.cache_key(source, listings[index])]
-    runs = any(scripts.values())  # else no sandbox runs: nothing worth caching
+    # else no sandbox runs, nothing worth caching: no item, and no job computing one's matrix
+    runs = any(scripts.values()) or _produces(policy, host_tree)
     cache = MatrixCache(cache_dir / "matrix" / repository_key(repository) / capture_key(policy, environment),
                         tree_digest(fingerprints(tree))) if cache_dir and runs else None
     if cache is not None:
@@ -95,6 +96,15 @@ def capture_matrix(tree: Path, policy: Policy, *, cache_dir: Path | None, allow_
     if cache is not None and complete:
         cache.store(listed, matrix)
     return matrix, False
+
+
+def _produces(policy: Policy, host_tree: HostTree) -> bool:
+    """Whether a source has a job to run first, whose outputs list its items."""
+    for index, source in enumerate(policy.matrix.sources):
+        produce = kind_of(source).produce
+        if produce is not None and produce(source, host_tree, f"matrix.sources[{index}]"):
+            return True
+    return False
 
 
 def repository_key(repository: str | None) -> str:

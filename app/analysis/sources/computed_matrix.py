@@ -16,7 +16,6 @@ Pure: files come through the tree, the producing job's outputs through its captu
 from __future__ import annotations
 
 import copy
-import json
 import posixpath
 import re
 from collections.abc import Callable, Iterator, Sequence
@@ -27,30 +26,23 @@ from typing import Any
 from app.analysis.core.model import CaptureFailure
 from app.analysis.core.policy import path_matches
 from app.analysis.core.tree_reading import read_text
-from app.analysis.sources import expressions, matrix_scripts
-from app.analysis.sources.composite_actions import JobStep, job_steps
+from app.analysis.sources import matrix_scripts
+from app.analysis.sources.composite_actions import job_steps
 from app.analysis.sources.computed_matrix_keys import ComputedMatrix
 from app.analysis.sources.needs_outputs import MatrixReference, OutputStep, matrix_reference, output_step
+from app.analysis.sources.producers import NoProducer, produced_rows, producer_item
 from app.analysis.sources.recorded import from_launches
 from app.analysis.sources.source_kind import CaptureItem, Listing, ScriptReport, SourceKind, SourceTree
 from app.analysis.sources.workflow_rows import (
     WorkflowError,
-    _mapping,
     _text,
-    expand_matrix,
     read_workflow,
     tree_workflows,
     workflow_jobs,
 )
 
-# Contexts a producing job of a push reads as null here: no dispatch inputs, no repository variables or
-# secrets, no outputs of the steps and jobs not run (`uses:` steps, other jobs).
-EMPTY_CONTEXTS = ("inputs", "vars", "secrets", "steps", "needs")
-RUNNER_ENV = {"CI": "true", "GITHUB_ACTIONS": "true", "RUNNER_OS": "Linux"}
 _TEMPLATED = re.compile(r"(?<![\w./-])(?:\./)?([\w./-]*)\$\{\{\s*matrix\.([\w-]+)\s*\}\}([\w.-]*\.sh)"
                         r"(?![\w.-])")
-_EXPRESSION = re.compile(r"\$\{\{(.*?)\}\}", re.S)
-_BASH = re.compile(r"^(bash|sh)\b")
 
 
 @dataclass(frozen=True)
@@ -77,51 +69,27 @@ class Plan:
     templates: tuple[Template, ...]
 
 
-class _NoPlan(Exception):
-    """Why the producing job is not run: the message says it; `job` names the producer when known."""
-
-    def __init__(self, reason: str, job: str | None = None) -> None:
-        super().__init__(reason)
-        self.job = job
-
-
 def plan(source: ComputedMatrix, tree: SourceTree, name: str) -> Plan:
-    """The plan of the source's job NAME over the tree. Raises _NoPlan."""
+    """The plan of the source's job NAME over the tree. Raises NoProducer."""
     def read(path: str) -> str:
         return read_workflow(tree, path)
 
     try:
         jobs, workflow_env = workflow_jobs(read(source.workflow), source.workflow)
     except (OSError, WorkflowError) as exc:
-        raise _NoPlan(f"{source.workflow} not read: {exc}") from None
+        raise NoProducer(f"{source.workflow} not read: {exc}") from None
     job = jobs.get(name)
     reference = matrix_reference(job)
     if reference is None or not isinstance(job, dict):
-        raise _NoPlan(f"{source.workflow}:{name} has no matrix another job computes")
+        raise NoProducer(f"{source.workflow}:{name} has no matrix another job computes")
     found = output_step(jobs, reference)
     if isinstance(found, str):
-        raise _NoPlan(found, reference.job)
+        raise NoProducer(found, reference.job)
     templates = consuming_templates(job, read, f"{source.workflow}:{name}")
     if not templates:
-        raise _NoPlan(f"no step of {name} runs `<dir>/${{{{ matrix.x }}}}.sh`", reference.job)
-    names = github_names(source.github)
-    producer = jobs[reference.job]
-    env = {**RUNNER_ENV, **{f"GITHUB_{name.removeprefix('github.').upper()}": v for name, v in names.items()},
-           **_rendered_env({**workflow_env, **_mapping(producer.get("env"))}, names)}
-    steps = producing_steps(job_steps(producer.get("steps"), read, [], f"{source.workflow}:{reference.job}"),
-                            found.step, names)
-    if isinstance(steps, str):
-        raise _NoPlan(steps, reference.job)
-    item = {"id": f"{source.workflow}:{reference.job}", "script": f"{source.workflow}:{reference.job}",
-            "args": [], "env": env, "steps": steps}
-    return Plan(reference, found, item, job["strategy"]["matrix"], templates)  # as matrix_reference read it
-
-
-def github_names(github: dict[str, str]) -> dict[str, str]:
-    """The `github.*` names the source gives, `ref_name` from `ref` when it gives none."""
-    names = {f"github.{key}": value for key, value in github.items()}
-    names.setdefault("github.ref_name", github.get("ref", "").rsplit("/", 1)[-1])
-    return names
+        raise NoProducer(f"no step of {name} runs `<dir>/${{{{ matrix.x }}}}.sh`", reference.job)
+    item, step = producer_item(source.workflow, jobs, workflow_env, reference, source.github, read)
+    return Plan(reference, step, item, job["strategy"]["matrix"], templates)  # as matrix_reference read it
 
 
 def consuming_templates(job: Any, read: Callable[[str], str], where: str) -> tuple[Template, ...]:
@@ -135,70 +103,13 @@ def consuming_templates(job: Any, read: Callable[[str], str], where: str) -> tup
     return tuple(found)
 
 
-def producing_steps(steps: list[JobStep], wanted: str, names: dict[str, str]) -> list[dict[str, Any]] | str:
-    """The `run:` steps up to the one with id WANTED, each as {name, run, env} with its expressions
-    evaluated; a step whose `if:` is false here is left out, an earlier step whose text is not known too.
-    Why not, when the wanted step cannot run."""
-    runs: list[dict[str, Any]] = []
-    for job_step in steps:
-        step = job_step.step
-        name = str(step.get("id") or step.get("name") or job_step.number)
-        is_wanted = step.get("id") == wanted
-        if not _runs(step.get("if"), names):
-            if is_wanted:
-                return f"step {wanted}'s `if:` is false for a {names.get('github.event_name')} to " \
-                       f"{names.get('github.ref')}"
-            continue
-        run = _render(step.get("run"), names) if isinstance(step.get("run"), str) else None
-        shell = step.get("shell")
-        if run is None or (shell is not None and not _BASH.match(str(shell))):
-            if is_wanted:
-                return f"step {wanted} is not a bash `run:` step whose text is known here"
-            continue
-        runs.append({"name": name, "run": run, "env": _rendered_env(_mapping(step.get("env")), names)})
-        if is_wanted:
-            return runs
-    return f"no step {wanted} in the producing job"
-
-
-def _runs(condition: Any, names: dict[str, str]) -> bool:
-    """Whether a step's `if:` lets it run; one not evaluated here (`always()`, `hashFiles`) does."""
-    if condition is None:
-        return True
-    text = str(condition).strip()
-    whole = _EXPRESSION.fullmatch(text)
-    value = expressions.evaluate(whole.group(1) if whole else text, names, EMPTY_CONTEXTS)
-    return value is expressions.UNKNOWN or expressions.truthy(value)
-
-
-def _render(value: Any, names: dict[str, str]) -> str | None:
-    """A value with its `${{ }}` evaluated; None when one is not known here."""
-    if not isinstance(value, str):
-        return _text(value)
-    pieces: list[str] = []
-    position = 0
-    for match in _EXPRESSION.finditer(value):
-        result = expressions.evaluate(match.group(1), names, EMPTY_CONTEXTS)
-        if result is expressions.UNKNOWN:
-            return None
-        pieces += [value[position:match.start()], _text(result)]
-        position = match.end()
-    return "".join(pieces) + value[position:]
-
-
-def _rendered_env(env: dict[str, Any], names: dict[str, str]) -> dict[str, str]:
-    """The variables whose values are known here (one that is not is left unset)."""
-    rendered = {str(name): _render(value, names) for name, value in env.items()}
-    return {name: value for name, value in rendered.items() if value is not None}
-
-
 def produce(source: ComputedMatrix, tree: SourceTree, where: str) -> tuple[CaptureItem, ...]:
     """The producing jobs of the source's jobs, each once."""
     items: dict[str, CaptureItem] = {}
     for name in source.jobs:
         try:
             found = plan(source, tree, name)
-        except _NoPlan:
+        except NoProducer:
             continue  # list_produced says why
         items.setdefault(found.item["id"], found.item)
     return tuple(items.values())
@@ -214,7 +125,7 @@ def list_produced(source: ComputedMatrix, tree: SourceTree, where: str,
     for name in source.jobs:
         try:
             scripts = _rows(plan(source, tree, name), reports, paths)
-        except _NoPlan as why:
+        except NoProducer as why:
             scripts = [item["script"] for item in list_items(source, tree, where).items]
             note = _fallback_note(source, why, len(scripts))
             notes.append(CaptureFailure(f"{source.workflow}:{name}", note))
@@ -228,37 +139,14 @@ def list_produced(source: ComputedMatrix, tree: SourceTree, where: str,
 
 def _rows(found: Plan, reports: Sequence[ScriptReport], paths: set[str]) -> list[str]:
     """The script paths of the rows the producing job's report gives, when one of them is a file of the
-    tree (PATHS). Raises _NoPlan."""
-    producer = found.reference.job
-    report = next((r for r in reports if r.script == found.item["id"]), None)
-    if report is None or report.status != "captured":
-        raise _NoPlan((report.reason or "failed") if report else "not run", producer)
-    text = report.outputs.get(found.step.output)
-    if not text:
-        raise _NoPlan(f"step {found.step.step} wrote no {found.step.output} to $GITHUB_OUTPUT", producer)
-    try:
-        combinations = _combinations(found, json.loads(text))
-    except ValueError as exc:
-        raise _NoPlan(f"{found.step.output}: {exc}", producer) from None
-    scripts = [template.path(combination[template.axis]) for combination in combinations
-               for template in found.templates if template.axis in combination]
+    tree (PATHS). Raises NoProducer."""
+    rows = produced_rows(found.item, found.step, found.reference, found.matrix, reports)
+    scripts = [template.path(row[template.axis]) for row in rows for template in found.templates
+               if template.axis in row]
     if not set(scripts) & paths:  # the step's paths are read otherwise than this source reads them
-        raise _NoPlan(f"its rows name no script of the tree ({', '.join(scripts[:3])} ...)", producer)
+        raise NoProducer(f"its rows name no script of the tree ({', '.join(scripts[:3])} ...)",
+                         found.reference.job)
     return scripts
-
-
-def _combinations(found: Plan, value: Any) -> list[dict[str, Any]]:
-    """The rows GitHub runs for the matrix with the output's value in place. Raises ValueError."""
-    if found.reference.axis is None:
-        matrix = value
-    elif isinstance(found.matrix, dict) and isinstance(value, list):
-        matrix = {**found.matrix, found.reference.axis: value}
-    else:
-        raise ValueError(f"not a list of values for matrix.{found.reference.axis}")
-    combinations = expand_matrix(matrix)
-    if not combinations:
-        raise ValueError("not a matrix of rows, or an empty one")
-    return combinations
 
 
 def list_items(source: ComputedMatrix, tree: SourceTree, where: str) -> Listing:
@@ -271,7 +159,7 @@ def _scripts(source: ComputedMatrix, tree: SourceTree) -> list[str]:
     return sorted(path for path in tree.paths() if any(path_matches(path, g) for g in source.scripts))
 
 
-def _fallback_note(source: ComputedMatrix, why: _NoPlan, scripts: int) -> str:
+def _fallback_note(source: ComputedMatrix, why: NoProducer, scripts: int) -> str:
     globs = ", ".join(source.scripts) or "none"
     return (f"matrix from {why.job or 'another job'} not computed: {why}; its rows are the {scripts} scripts "
             f"the source's globs match ({globs})")

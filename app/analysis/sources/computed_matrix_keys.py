@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from app.analysis.sources.source_keys import Recording
+from app.analysis.sources.source_keys import GITHUB_CONTEXT, Recording, push_to_main
 
 
 class ComputedMatrix(Recording):
@@ -21,8 +21,4 @@ class ComputedMatrix(Recording):
     scripts: list[str] = Field(default_factory=list, description="Repo-relative globs of the scripts the "
                                "rows name: what runs when the producing job gives no matrix here (it needs "
                                "the network, a token, a tool the sandbox lacks), said in the health.")
-    github: dict[str, str] = Field(
-        default_factory=lambda: {"event_name": "push", "ref": "refs/heads/main", "base_ref": "main"},
-        description="The `github` context the producing steps read (`event_name`, `ref`, `base_ref`, "
-        "`head_ref` ...), also as their GITHUB_* variables; any other name of it is unknown, and a step "
-        "whose text needs one is left out.")
+    github: dict[str, str] = Field(default_factory=push_to_main, description=GITHUB_CONTEXT)

@@ -13,6 +13,7 @@ is the test that made it.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import hashlib
 import re
@@ -25,9 +26,10 @@ import yaml
 
 from app.analysis.core.model import Suite
 from app.analysis.core.tree_reading import read_text
+from app.analysis.sources import workflow_steps
 from app.analysis.sources.pytest_launches_keys import PytestLaunches
 from app.analysis.sources.recorded import script_kind, suites_from_launches
-from app.analysis.sources.source_kind import Found, Listing, ScriptReport, SourceKind, SourceTree
+from app.analysis.sources.source_kind import CaptureItem, Found, Listing, ScriptReport, SourceKind, SourceTree
 from app.analysis.sources.workflow_rows import read_workflow
 from app.analysis.sources.workflow_steps import list_steps
 from app.analysis.sources.workflow_steps_keys import WorkflowSteps
@@ -43,15 +45,35 @@ _PYTEST_STEP = re.compile(r"(^|[\s/;&|(])(pytest|py\.test)(\s|$)", re.M)
 def list_items(source: PytestLaunches, tree: SourceTree, where: str) -> Listing:
     """One item per distinct pytest step of the workflows (its text, its environment), then one per
     invocation, run as `pytest <words>` from the root."""
-    steps = WorkflowSteps(kind="workflow_steps", workflows=source.workflows, jobs=source.jobs,
-                          exclude_jobs=source.exclude_jobs, scripts=PYTEST_WORDS, env=source.env,
-                          entry=source.entry)
+    return _listed(source, tree, None)
+
+
+def produce(source: PytestLaunches, tree: SourceTree, where: str) -> tuple[CaptureItem, ...]:
+    """The producing jobs of the pytest jobs whose matrix another job computes (workflow_steps')."""
+    return workflow_steps.produce(_steps(source), tree, where)
+
+
+def list_produced(source: PytestLaunches, tree: SourceTree, where: str,
+                  reports: Sequence[ScriptReport]) -> Listing:
+    return _listed(source, tree, workflow_steps.produced_matrices(_steps(source), tree, reports))
+
+
+def _steps(source: PytestLaunches) -> WorkflowSteps:
+    """The source's workflows read as a workflow_steps source whose scripts are pytest."""
+    return WorkflowSteps(kind="workflow_steps", workflows=source.workflows, jobs=source.jobs,
+                         exclude_jobs=source.exclude_jobs, scripts=PYTEST_WORDS, env=source.env,
+                         entry=source.entry, github=source.github)
+
+
+def _listed(source: PytestLaunches, tree: SourceTree,
+            computed: Mapping[str, list[dict[str, Any]] | str] | None) -> Listing:
     read = functools.partial(read_workflow, tree)
-    items, disabled, left_out = list_steps(tree.paths(), read, steps) if source.workflows else ([], [], [])
+    listing = list_steps(tree.paths(), read, _steps(source), computed) if source.workflows else Listing()
+    items = list(listing.items)
     for words in source.invocations:
         command = shlex.join(["pytest", *words[:MAX_INVOCATION_WORDS]])
         items.append({"id": command, "script": command, "args": [], "env": {}, "shell": command})
-    return Listing(items=tuple(items), disabled=tuple(disabled), not_considered=tuple(left_out))
+    return dataclasses.replace(listing, items=tuple(items))
 
 
 def recorded(report: ScriptReport, source: PytestLaunches, repo_mount: str) -> Found:
@@ -145,4 +167,5 @@ def needs(root: Path) -> list[str]:
     return ["pytest", *list(dict.fromkeys(name.lower() for name in plugins))[:MAX_PLUGINS]]
 
 
-KIND = SourceKind(PytestLaunches, list_items, recorded, detect, needs)
+KIND = SourceKind(PytestLaunches, list_items, recorded, detect, needs, produce=produce,
+                  list_produced=list_produced)

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from app.analysis.sources.source_keys import Recording
+from app.analysis.sources.source_keys import GITHUB_CONTEXT, Recording, push_to_main
 
 
 class PytestLaunches(Recording):
@@ -25,6 +25,7 @@ class PytestLaunches(Recording):
                                          "lists after `pytest` ([['-m', 'e2e', 'tests/']]).")
     env: dict[str, str] = Field(default_factory=dict, description="Variables the CI runner itself has, "
                                 "beneath the workflow's, the job's and the step's `env:`.")
+    github: dict[str, str] = Field(default_factory=push_to_main, description=GITHUB_CONTEXT)
     gpus: int = Field(0, ge=0, le=1024, description="GPUs CI's runner has: in the pytest run, a real torch's "
                       "`torch.cuda.is_available()` answers True and `device_count()` this number, so tests "
                       "CI gates on GPUs run up to their launch.")

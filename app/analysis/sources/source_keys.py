@@ -23,6 +23,16 @@ def check_target(value: str) -> str:
     return value
 
 
+def push_to_main() -> dict[str, str]:
+    """The `github` context of a push to main: what CI runs on the default branch."""
+    return {"event_name": "push", "ref": "refs/heads/main", "base_ref": "main"}
+
+
+GITHUB_CONTEXT = ("The `github` context the steps of a job that computes a matrix read (`event_name`, "
+                  "`ref`, `base_ref`, `head_ref` ...), also as their GITHUB_* variables; any other name of "
+                  "it is unknown, and a step whose text needs one is left out.")
+
+
 class Registration(StrictModel):
     function: str = Field(description="Callable each CI script calls at import to register itself, "
                                       "as 'package.module:function'.")

@@ -2,10 +2,10 @@
 with the row's arguments and the job's environment.
 
 A workflow file is a pull request's content: it arrives as bounded text, is read with `yaml.safe_load`, its
-matrices are expanded only up to a bound, and the only expressions evaluated are the `||` default form
-`${{ matrix.a.b || 'default' }}` over matrix fields and literals. Anything else (`github.*`, `secrets.*`,
-comparisons, functions) is not evaluated: a variable whose value needs it is left out. Pure: no file, no
-process.
+matrices are expanded only up to a bound, and the expressions evaluated are those over the row's matrix
+fields and literals, with GitHub's operators and pure functions (`${{ matrix.a.b || 'default' }}`,
+`${{ matrix.variant == 'sglang' && 'vllm' || 'sglang' }}`: `expressions`). Any other context (`github.*`,
+`secrets.*`) is not evaluated: a variable whose value needs it is left out. Pure: no file, no process.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import yaml
 
 from app.analysis.core.policy import path_matches
 from app.analysis.core.tree_reading import read_text
+from app.analysis.sources import expressions
 from app.analysis.sources.recorded import from_launches
 from app.analysis.sources.source_kind import CaptureItem, Listing, SourceKind, SourceTree
 from app.analysis.sources.workflow_rows_keys import WorkflowRows
@@ -35,9 +36,6 @@ MAX_ROWS_PER_JOB = 256  # GitHub's own limit of jobs one matrix may generate
 # Values once YAML aliases are expanded: a few hundred bytes of nested anchors make a "billion laughs".
 MAX_VALUES = 200_000
 _EXPRESSION = re.compile(r"\$\{\{(.*?)\}\}", re.S)
-_OPERAND = re.compile(r"""\s*(?:'((?:[^']|'')*)'|(matrix(?:\.[A-Za-z_][\w-]*)+)|(-?\d+(?:\.\d+)?)"""
-                      r"""|(true|false|null))\s*\Z""")
-_UNKNOWN = object()  # an operand this evaluator does not compute
 log = logging.getLogger(__name__)
 
 
@@ -271,13 +269,19 @@ def row_env(template: dict[str, Any], combination: dict[str, Any],
 
 def render(value: Any, combination: dict[str, Any]) -> str | None:
     """A workflow value with its `${{ }}` expressions evaluated for one row; None when one cannot be."""
+    return render_with(value, lambda expression: evaluate(expression, combination))
+
+
+def render_with(value: Any, evaluate_one: Callable[[str], Any]) -> str | None:
+    """A workflow value with each `${{ }}` replaced by what EVALUATE_ONE gives its text, as GitHub puts a
+    value in a string; None when one is UNKNOWN."""
     if not isinstance(value, str):
         return _text(value)
     pieces: list[str] = []
     position = 0
     for match in _EXPRESSION.finditer(value):
-        result = evaluate(match.group(1), combination)
-        if result is _UNKNOWN:
+        result = evaluate_one(match.group(1))
+        if result is expressions.UNKNOWN:
             return None
         pieces += [value[position:match.start()], _text(result)]
         position = match.end()
@@ -285,45 +289,16 @@ def render(value: Any, combination: dict[str, Any]) -> str | None:
 
 
 def evaluate(expression: str, combination: dict[str, Any]) -> Any:
-    """`a || b || ...` over matrix fields and literals: the first truthy operand, else the last."""
-    operands = list(_split_or(expression))
-    result: Any = _UNKNOWN
-    for operand in operands:
-        result = _operand(operand, combination)
-        if result is _UNKNOWN or _truthy(result):
-            return result
-    return result
+    """An expression over the row's matrix fields (`matrix.engine == 'sglang' && 'vllm' || 'sglang'`),
+    GitHub's rules (app/analysis/sources/expressions.py); a field the row lacks is null, any other context
+    unknown (UNKNOWN)."""
+    return expressions.evaluate(expression, dict(_matrix_names(combination, "matrix")), ("matrix",))
 
 
-def _split_or(expression: str) -> Iterator[str]:
-    """Top-level `||` operands, quotes respected ('' is a quote inside a literal)."""
-    start, quoted, i = 0, False, 0
-    while i < len(expression):
-        if expression[i] == "'":
-            quoted = not quoted
-        elif not quoted and expression.startswith("||", i):
-            yield expression[start:i]
-            start, i = i + 2, i + 1
-        i += 1
-    yield expression[start:]
-
-
-def _operand(text: str, combination: dict[str, Any]) -> Any:
-    match = _OPERAND.match(text)
-    if match is None:
-        return _UNKNOWN
-    literal, field_path, number, keyword = match.groups()
-    if literal is not None:
-        return literal.replace("''", "'")
-    if field_path is not None:
-        return evaluate_field(combination, field_path.split(".", 1)[1])
-    if number is not None:
-        return float(number) if "." in number else int(number)
-    return {"true": True, "false": False, "null": None}[keyword]
-
-
-def _truthy(value: Any) -> bool:
-    return value not in (None, False, 0, "")
+def _matrix_names(value: Any, prefix: str) -> Iterator[tuple[str, Any]]:
+    yield prefix, value
+    for key, inner in value.items() if isinstance(value, dict) else ():
+        yield from _matrix_names(inner, f"{prefix}.{key}")
 
 
 def _text(value: Any) -> str:

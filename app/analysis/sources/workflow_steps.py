@@ -12,16 +12,19 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from app.analysis.core.model import CaptureFailure
 from app.analysis.core.policy import glob_regex
 from app.analysis.core.tree_reading import read_text
 from app.analysis.sources.composite_actions import JobStep, job_steps
+from app.analysis.sources.needs_outputs import MatrixReference, OutputStep, matrix_reference
+from app.analysis.sources.producers import NoProducer, produced_rows, producer_item
 from app.analysis.sources.recorded import from_launches
-from app.analysis.sources.source_kind import Listing, SourceKind, SourceTree
+from app.analysis.sources.source_kind import CaptureItem, Listing, ScriptReport, SourceKind, SourceTree
 from app.analysis.sources.workflow_rows import (
     WorkflowError,
     _literally_false,
@@ -41,6 +44,7 @@ _LAUNCHES_PYTHON = re.compile(
     r"(?m)^[^#\n]*\b(?:python[0-9.]*|torchrun|accelerate\s+launch|deepspeed)\s[^\n]*\.py\b")
 _SHELL_SCRIPT = re.compile(r"(?:\$\{?\w+\}?/|\./)?([\w.+-]+(?:/[\w.+-]+)*\.sh)$")
 _EXPRESSION = re.compile(r"\$\{\{.*?\}\}", re.S)
+_MATRIX_EXPRESSION = re.compile(r"\$\{\{[^}]*\bmatrix\.", re.S)
 
 
 @dataclass(frozen=True)
@@ -63,13 +67,15 @@ class StepListing:
     steps: list[WorkflowStep] = field(default_factory=list)
     disabled: list[str] = field(default_factory=list)
     not_considered: list[str] = field(default_factory=list)  # jobs the policy leaves out that run scripts
-    notes: list[str] = field(default_factory=list)
+    left_out: list[str] = field(default_factory=list)  # `<label>: why` of steps CI runs, not run here
+    notes: list[str] = field(default_factory=list)  # `<label>: what` of the rest (a variable not known)
 
 
-def steps_from_workflow(text: str, path: str, source: WorkflowSteps,
-                        read: Callable[[str], str] | None = None) -> StepListing:
+def steps_from_workflow(text: str, path: str, source: WorkflowSteps, read: Callable[[str], str] | None = None,
+                        computed: Mapping[str, list[dict[str, Any]] | str] | None = None) -> StepListing:
     """The `run:` steps naming one of the source's scripts, in the jobs it selects (with `read`, the steps
-    of the local composite actions they use too). Raises WorkflowError."""
+    of the local composite actions they use too). A job whose matrix another job computes takes its rows
+    from COMPUTED (by `<workflow>:<job>`: the rows, or why there are none). Raises WorkflowError."""
     jobs, workflow_env = workflow_jobs(text, path)
     listing = StepListing()
     patterns = [glob_regex(g) for g in source.scripts]
@@ -87,8 +93,25 @@ def steps_from_workflow(text: str, path: str, source: WorkflowSteps,
             if steps:
                 listing.disabled.append(where)
         else:
-            _list_job(listing, where, job, workflow_env, steps, patterns, source)
+            computes = matrix_reference(job) and any(_may_run_scripts(step, patterns) for step in steps)
+            rows = _computed_rows(job, where, computed or {}, listing) if computes else None
+            if rows != []:
+                _list_job(listing, where, job, workflow_env, steps, patterns, source, rows)
     return listing
+
+
+def _computed_rows(job: dict[str, Any], where: str, computed: Mapping[str, list[dict[str, Any]] | str],
+                   listing: StepListing) -> list[dict[str, Any]]:
+    """The rows of a job whose matrix another job computes, as its producing job gave them; none, with the
+    note saying why, when it gave none here."""
+    rows = computed.get(where, "its producing job did not run")
+    if isinstance(rows, str):
+        reference = matrix_reference(job)
+        assert reference is not None
+        listing.left_out.append(f"{where}: matrix from {reference.job}'s output {reference.output} not "
+                                f"computed ({rows}): its steps are left out")
+        return []
+    return rows
 
 
 def scripts_named(run: str, patterns: list[re.Pattern[str]]) -> tuple[str, ...]:
@@ -104,15 +127,23 @@ def _script_steps(steps: list[JobStep], patterns: list[re.Pattern[str]]) -> list
             and (scripts_named(job_step.step["run"], patterns) or _EXPRESSION.search(job_step.step["run"]))]
 
 
+def _may_run_scripts(job_step: JobStep, patterns: list[re.Pattern[str]]) -> bool:
+    """A step that names a script of the source, or builds its command from the matrix: one CI runs that
+    is not run here is said in the health, not only logged."""
+    run = job_step.step["run"]
+    return bool(scripts_named(run, patterns) or _MATRIX_EXPRESSION.search(run))
+
+
 def _list_job(listing: StepListing, where: str, job: dict[str, Any], workflow_env: dict[str, Any],
-              steps: list[JobStep], patterns: list[re.Pattern[str]], source: WorkflowSteps) -> None:
+              steps: list[JobStep], patterns: list[re.Pattern[str]], source: WorkflowSteps,
+              computed: list[dict[str, Any]] | None) -> None:
     if not steps:
         return
     strategy = job.get("strategy")
     matrix = strategy.get("matrix") if isinstance(strategy, dict) else None
-    combinations = [{}] if matrix is None else expand_matrix(matrix)
+    combinations = computed if computed is not None else [{}] if matrix is None else expand_matrix(matrix)
     if not combinations:
-        listing.notes.append(f"{where}: matrix is not a list of rows: its steps are left out")
+        listing.left_out.append(f"{where}: matrix is not a list of rows: its steps are left out")
         return
     for row, combination in enumerate(combinations, 1):
         suffix = f"[{row}]" if matrix is not None else ""
@@ -122,38 +153,111 @@ def _list_job(listing: StepListing, where: str, job: dict[str, Any], workflow_en
             env, unknown = row_env(template, combination, source.env)
             run = render(job_step.step["run"], combination)
             if run is None:
-                listing.notes.append(f"{label}: its text has an expression not evaluated: left out")
+                lost = listing.left_out if _may_run_scripts(job_step, patterns) else listing.notes
+                lost.append(f"{label}: its text has an expression not evaluated: left out")
                 continue
             scripts = scripts_named(run, patterns)
             if not scripts:
                 continue
             if unknown:
-                listing.notes.append(f"{label}: env {', '.join(unknown)} not evaluated: left out")
+                listing.notes.append(f"{label}: env {', '.join(unknown)} not evaluated: left unset")
             listing.steps.append(WorkflowStep(label=label, run=run, scripts=scripts, env=env))
 
 
-def list_steps(files: Iterable[str], read: Callable[[str], str],
-               source: WorkflowSteps) -> tuple[list[dict[str, Any]], list[str], list[str]]:
+def list_steps(files: Iterable[str], read: Callable[[str], str], source: WorkflowSteps,
+               computed: Mapping[str, list[dict[str, Any]] | str] | None = None) -> Listing:
     """The capture items of a workflow_steps source over the repository's `files` (`read` gives a file's
     text, raising OSError or WorkflowError): one per distinct step text and environment; the labels of
-    jobs whose `if:` is literally false; and of those running the source's scripts the policy leaves out."""
+    jobs whose `if:` is literally false, and of those running the source's scripts the policy leaves out;
+    what was left out and why (a step whose text is not known here, a matrix not computed), as failures:
+    never silent. COMPUTED: the rows of jobs whose matrix another job computes (`steps_from_workflow`)."""
     items: dict[tuple[Any, ...], dict[str, Any]] = {}
     disabled: list[str] = []
     not_considered: list[str] = []
+    left_out: list[CaptureFailure] = []
     for listing in each_workflow(source.workflows, files, read, "workflow steps",
-                                 lambda text, path: steps_from_workflow(text, path, source, read)):
+                                 lambda text, path: steps_from_workflow(text, path, source, read, computed)):
         disabled += listing.disabled
         not_considered += listing.not_considered
+        left_out += [CaptureFailure(*note.partition(": ")[::2]) for note in listing.left_out]
         for step in listing.steps:  # the same command in several jobs is one CI suite
             items.setdefault(step.key(), {"id": step.label, "script": step.label, "args": [],
                                           "env": dict(step.env), "shell": step.run,
                                           "scripts": list(step.scripts)})
-    return list(items.values()), disabled, not_considered
+    return Listing(items=tuple(items.values()), disabled=tuple(disabled),
+                   not_considered=tuple(not_considered), failed=tuple(dict.fromkeys(left_out)))
 
 
 def list_items(source: WorkflowSteps, tree: SourceTree, where: str) -> Listing:
-    items, disabled, not_considered = list_steps(tree.paths(), lambda path: read_workflow(tree, path), source)
-    return Listing(items=tuple(items), disabled=tuple(disabled), not_considered=tuple(not_considered))
+    return list_steps(tree.paths(), lambda path: read_workflow(tree, path), source)
+
+
+def produce(source: WorkflowSteps, tree: SourceTree, where: str) -> tuple[CaptureItem, ...]:
+    """The producing jobs of the selected jobs whose matrix another job computes, each once."""
+    items: dict[str, CaptureItem] = {}
+    for _, planned in _producers(source, tree):
+        if not isinstance(planned, str):
+            items.setdefault(planned[0]["id"], planned[0])
+    return tuple(items.values())
+
+
+def list_produced(source: WorkflowSteps, tree: SourceTree, where: str,
+                  reports: Sequence[ScriptReport]) -> Listing:
+    """The steps, the rows of computed matrices from their producing jobs' reports."""
+    return list_steps(tree.paths(), lambda path: read_workflow(tree, path), source,
+                      produced_matrices(source, tree, reports))
+
+
+def produced_matrices(source: WorkflowSteps, tree: SourceTree,
+                      reports: Sequence[ScriptReport]) -> dict[str, list[dict[str, Any]] | str]:
+    """By `<workflow>:<job>`, the rows of each selected job whose matrix another job computes, or why none."""
+    found: dict[str, list[dict[str, Any]] | str] = {}
+    for where, planned in _producers(source, tree):
+        try:
+            if isinstance(planned, str):
+                raise NoProducer(planned)
+            item, step, reference, matrix = planned
+            found[where] = produced_rows(item, step, reference, matrix, reports)
+        except NoProducer as why:
+            found[where] = str(why)
+    return found
+
+
+Planned = tuple[CaptureItem, OutputStep, MatrixReference, Any]
+
+
+def _producers(source: WorkflowSteps, tree: SourceTree) -> Iterator[tuple[str, Planned | str]]:
+    """(`<workflow>:<job>`, its producing job's plan or why there is none) of each job the source selects
+    whose matrix another job computes and whose steps may run the source's scripts."""
+    def read(path: str) -> str:
+        return read_workflow(tree, path)
+
+    def plans(text: str, path: str) -> _Plans:
+        jobs, workflow_env = workflow_jobs(text, path)
+        found = _Plans()
+        for name, job in jobs.items():
+            reference = matrix_reference(job)
+            if reference is None or not isinstance(job, dict) or name in source.exclude_jobs \
+                    or (source.jobs and name not in source.jobs) or _literally_false(job.get("if")) \
+                    or not _script_steps(job_steps(job.get("steps"), read, [], name), patterns):
+                continue
+            try:
+                item, step = producer_item(path, jobs, workflow_env, reference, source.github, read)
+                found.plans.append((f"{path}:{name}", (item, step, reference, job["strategy"]["matrix"])))
+            except NoProducer as why:
+                found.plans.append((f"{path}:{name}", str(why)))
+        return found
+
+    patterns = [glob_regex(g) for g in source.scripts]
+    for listing in each_workflow(source.workflows, tree.paths(), read, "computed matrices", plans):
+        yield from listing.plans
+
+
+@dataclass
+class _Plans:
+    plans: list[tuple[str, Planned | str]] = field(default_factory=list)
+    disabled: list[str] = field(default_factory=list)  # what each_workflow reads of a listing
+    notes: list[str] = field(default_factory=list)
 
 
 def detect(root: Path, recording: dict[str, Any]) -> Iterator[tuple[dict[str, Any], str]]:
@@ -200,4 +304,5 @@ def _script_glob(script: str) -> str:
     return f"{parts[0]}/{parts[1]}/**/*.sh"
 
 
-KIND = SourceKind(WorkflowSteps, list_items, from_launches, detect)
+KIND = SourceKind(WorkflowSteps, list_items, from_launches, detect, produce=produce,
+                  list_produced=list_produced)

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from app.analysis.sources.source_keys import Recording
+from app.analysis.sources.source_keys import GITHUB_CONTEXT, Recording, push_to_main
 
 
 class WorkflowSteps(Recording):
@@ -23,3 +23,4 @@ class WorkflowSteps(Recording):
                                "names none of them (installs, dataset preparation) is left out.")
     env: dict[str, str] = Field(default_factory=dict, description="Variables the CI runner itself has, "
                                 "beneath the workflow's, the job's and the step's `env:`.")
+    github: dict[str, str] = Field(default_factory=push_to_main, description=GITHUB_CONTEXT)
