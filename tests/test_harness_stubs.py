@@ -116,6 +116,30 @@ def test_a_stubbed_attribute_of_an_instance_computes_at_import(tmp_path: Path) -
     assert result == [True, True, 1, False]
 
 
+def test_a_pydantic_field_typed_with_an_absent_packages_class_takes_any_value(tmp_path: Path) -> None:
+    # PrimeIntellect-ai/prime-rl: its pydantic configs type fields with `verifiers` classes (a git submodule
+    # in CI, absent here); a real pydantic refused the stub type ("Unable to generate pydantic-core schema"),
+    # and every test module importing the configs did not import
+    result = run_repo_module(tmp_path, """
+        import pydantic
+        from verifiers.v1 import EnvConfig
+
+        class Orchestrator(pydantic.BaseModel):
+            env: EnvConfig | None = None
+            envs: list[EnvConfig] = []
+            batch: int = 8
+
+        built = Orchestrator(env={"id": "reverse-text"}, envs=[{"id": "a"}, "b"])
+        try:
+            Orchestrator(batch="many")
+            refused = False
+        except pydantic.ValidationError:
+            refused = True
+        RESULT = [built.env, built.envs, built.batch, refused]
+    """, {"stub_modules": ["verifiers"]})
+    assert result == [{"id": "reverse-text"}, [{"id": "a"}, "b"], 8, True]
+
+
 def test_a_stubbed_constant_used_as_a_path_or_a_number(tmp_path: Path) -> None:
     # RLinf-shaped: `Path(huggingface_hub.constants.HF_HOME) / "lerobot"` at import, huggingface_hub absent
     result = run_repo_module(tmp_path, """
