@@ -503,14 +503,21 @@ def test_a_job_whose_matrix_another_job_computes_takes_the_rows_it_gave() -> Non
             steps:
               - run: echo "name=runner-${{ github.run_id }}-${{ matrix.model }}" >> "$GITHUB_OUTPUT"
               - run: MODEL=${{ matrix.model }} bash tests/special_e2e/run_function_reward.sh
+          provision:
+            strategy:
+              matrix:
+                model: ${{ fromJson(needs.plan.outputs.models) }}
+            steps:
+              - run: gcloud compute instances create "runner-${{ matrix.model }}"
     """)
     source = source_of(verl_shaped_policy())
     rows = {"w.yml:e2e": [{"model": "qwen"}, {"model": "llama"}]}
     listing = steps_from_workflow(workflow, "w.yml", source, computed=rows)
     assert [(step.label, step.run.split()[0], step.env["ENGINE"]) for step in listing.steps] == [
         ("w.yml:e2e[1]:2", "MODEL=qwen", "sglang"), ("w.yml:e2e[2]:2", "MODEL=llama", "vllm")]
-    # the step naming a runner after the matrix, its run id unknown here, runs no script: only logged
-    assert listing.left_out == [] and len(listing.notes) == 2
+    # the step naming a runner after the matrix, its run id unknown here, runs no script, nor does the job
+    # provisioning runners for each row: only logged
+    assert listing.left_out == [] and len(listing.notes) == 3
     for computed, why in ((None, "its producing job did not run"),
                           ({"w.yml:e2e": "step list wrote no models to $GITHUB_OUTPUT"},
                            "step list wrote no models to $GITHUB_OUTPUT")):

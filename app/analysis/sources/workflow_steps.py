@@ -142,7 +142,8 @@ def _list_job(listing: StepListing, where: str, job: dict[str, Any], workflow_en
     matrix = strategy.get("matrix") if isinstance(strategy, dict) else None
     combinations = computed if computed is not None else [{}] if matrix is None else expand_matrix(matrix)
     if not combinations:
-        listing.left_out.append(f"{where}: matrix is not a list of rows: its steps are left out")
+        lost = listing.left_out if any(_may_run_scripts(step, patterns) for step in steps) else listing.notes
+        lost.append(f"{where}: matrix is not a list of rows: its steps are left out")
         return
     for row, combination in enumerate(combinations, 1):
         suffix = f"[{row}]" if matrix is not None else ""
