@@ -238,9 +238,11 @@ def _producers(source: WorkflowSteps, tree: SourceTree) -> Iterator[tuple[str, P
         for name, job in jobs.items():
             reference = matrix_reference(job)
             if reference is None or not isinstance(job, dict) or name in source.exclude_jobs \
-                    or (source.jobs and name not in source.jobs) or _literally_false(job.get("if")) \
-                    or not _script_steps(job_steps(job.get("steps"), read, [], name), patterns):
+                    or (source.jobs and name not in source.jobs) or _literally_false(job.get("if")):
                 continue
+            steps = job_steps(job.get("steps"), read, [], name)
+            if not any(_may_run_scripts(step, patterns) for step in _script_steps(steps, patterns)):
+                continue  # as steps_from_workflow decides: a job running none of the source's scripts
             try:
                 item, step = producer_item(path, jobs, workflow_env, reference, source.github, read)
                 found.plans.append((f"{path}:{name}", (item, step, reference, job["strategy"]["matrix"])))
