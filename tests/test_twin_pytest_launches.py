@@ -467,7 +467,11 @@ def test_a_pytest_job_whose_matrix_another_job_computes_runs_each_row_the_produc
              "pytest.ini": "[pytest]\nmarkers =\n    sglang: sglang\n    vllm: vllm\n",
              ".github/workflows/test-areal.yml": VARIANT_WORKFLOW}
     repo = write_repo(tmp_path, files)
-    matrix, _ = capture_matrix(repo, policy(), cache_dir=None, interpreter=with_pytest())
+    cache = tmp_path / "cache"
+    matrix, cached = capture_matrix(repo, policy(), cache_dir=cache, interpreter=with_pytest())
+    again, cached_again = capture_matrix(repo, policy(), cache_dir=cache, interpreter=with_pytest())
+    # a source whose only rows another job computes is cached as any other: no sandbox runs the second time
+    assert (cached, cached_again, again.suites) == (False, True, matrix.suites)
     # row sglang excludes vllm's test, row vllm sglang's: each backend's launch once
     assert sorted((suite.id, tuple(suite.argv)) for suite in matrix.suites) == [
         ("tests/test_backends.py::test_sglang", ("--tp", "2")),
